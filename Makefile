@@ -1,0 +1,41 @@
+# Every target bootstraps .venv from nothing, so a fresh clone needs only `make demo` / `make test`.
+PYTHON ?= python3
+VENV := .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.installed-stamp
+export RAY_USAGE_STATS_ENABLED := 0
+export PYTHONUNBUFFERED := 1
+
+.PHONY: demo demo-sim test test-unit lint bench clean
+
+$(STAMP): pyproject.toml
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+	# torch first: 2.13.0 is the CPU build on disk; anything else pulls a multi-GB CUDA build.
+	$(PY) -m pip install -q torch==2.13.0
+	$(PY) -m pip install -q -e '.[dev]'
+	touch $(STAMP)
+
+demo: $(STAMP)
+	@if [ -f scripts/demo.py ]; then $(PY) scripts/demo.py; else $(MAKE) --no-print-directory demo-sim; fi
+
+demo-sim: $(STAMP)
+	$(VENV)/bin/lyra simulate --trace lyra_ray/data/demo_jobs.yaml --cluster v100=8,p100=8,k80=16 \
+	  --gpus-per-node 4 --policy fifo_nonpreemptive --json demo-out/report.json --plots demo-out
+
+test: $(STAMP)
+	$(PY) -m pytest -q -p no:cacheprovider --durations=15 tests
+
+test-unit: $(STAMP)
+	$(PY) -m pytest -q -p no:cacheprovider tests/unit tests/sim
+
+lint: $(STAMP)
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check lyra_ray/model.py lyra_ray/core.py lyra_ray/sim policies placement
+	$(VENV)/bin/mypy lyra_ray/model.py lyra_ray/core.py lyra_ray/state.py lyra_ray/sim policies placement
+
+bench: $(STAMP)
+	@for b in benchmarks/*.py; do echo "== $$b"; $(PY) $$b || exit 1; done
+
+clean:
+	rm -rf $(VENV) demo-out *.egg-info

@@ -1,0 +1,66 @@
+"""Simulator speed on Gavel's 3,000-job continuous trace (36 GPUs of each type).
+
+Runs each policy through ``lyra simulate``'s own code path and writes wall time and
+core steps/s to ``benchmarks/results/sim_speed.json``. Gavel's own simulator was timed on
+this machine at 42–272 s per policy on this trace (64 s for max_min_fairness_perf); that
+constant is the baseline the ratio is taken against, since Gavel's code is not shipped here.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from lyra_ray.sim.simulator import Simulator  # noqa: E402
+from lyra_ray.sim.traces import read_gavel_trace  # noqa: E402
+from lyra_ray.spec import parse_cluster  # noqa: E402
+from lyra_ray.throughput import load_gavel_throughputs  # noqa: E402
+from policies.base import available_policies, get_policy  # noqa: E402
+
+SHARED = ROOT.parent / "shared" / "data" / "gavel"
+TRACE = SHARED / "traces" / "generated_continuous_single_seed0_lam1200_3000jobs.trace"
+GAVEL_SECONDS = {"max_min_fairness_perf": 64.0}
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__)
+    ap.add_argument("--policies", default="fifo_nonpreemptive,max_min_fairness_perf")
+    ap.add_argument("--out", default=str(ROOT / "benchmarks" / "results" / "sim_speed.json"))
+    args = ap.parse_args()
+    if not TRACE.exists():
+        print(f"skipped: {TRACE} not found")
+        return 0
+    model = load_gavel_throughputs(SHARED / "simulation_throughputs.json")
+    specs = read_gavel_trace(TRACE, known_job_types=model.job_types)
+    nodes = parse_cluster("v100=36,p100=36,k80=36")
+    results = {}
+    for name in args.policies.split(","):
+        if name not in available_policies():
+            results[name] = {"skipped": "policy not available"}
+            continue
+        t0 = time.perf_counter()
+        res = Simulator(nodes, get_policy(name), model, round_s=360).run(specs, (1000, 1499))
+        wall = time.perf_counter() - t0
+        entry = {"wall_s": wall, "core_steps": res.events, "steps_per_s": res.events / wall,
+                 "completed_jobs": res.summary["completed_jobs"],
+                 "avg_jct_window_1000_1499_s": res.summary["avg_jct_s"]}
+        if name in GAVEL_SECONDS:
+            entry["gavel_wall_s"] = GAVEL_SECONDS[name]
+            entry["speedup_vs_gavel"] = GAVEL_SECONDS[name] / wall
+        results[name] = entry
+        print(f"{name}: {wall:.2f} s, {res.events} core steps, "
+              f"avg JCT (1000-1499) {res.summary['avg_jct_s']}")
+    Path(args.out).parent.mkdir(parents=True, exist_ok=True)
+    Path(args.out).write_text(json.dumps({"trace": TRACE.name, "cluster": "v100=36,p100=36,k80=36",
+                                          "results": results}, indent=1, sort_keys=True))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

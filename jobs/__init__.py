@@ -1,0 +1,1 @@
+"""Example Ray Train entrypoints and the workload catalogue."""

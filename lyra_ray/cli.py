@@ -1,0 +1,62 @@
+"""The ``lyra`` command line: one dispatcher, each command group in its own module.
+
+Bad input raises :class:`InputError` anywhere below; it is printed as one line on
+stderr with exit code 2 — never a traceback — because the user, not the code, has to
+fix it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import logging
+import sys
+from collections.abc import Sequence
+
+from lyra_ray import __version__
+from lyra_ray.errors import InputError
+
+# Command groups that register themselves on the parser; a group whose optional
+# dependencies are missing is skipped rather than breaking every other command.
+_GROUPS = ("lyra_ray.cli_sim", "lyra_ray.cli_live", "moe_serving.cli")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="lyra", description="lyra-ray: a cluster manager for heterogeneous GPU clusters"
+    )
+    parser.add_argument("--version", action="version", version=f"lyra-ray {__version__}")
+    parser.add_argument("-v", "--verbose", action="store_true", help="debug logging")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    for mod in _GROUPS:
+        try:
+            module = importlib.import_module(mod)
+        except ModuleNotFoundError as e:
+            if e.name is not None and mod.startswith(e.name):
+                continue
+            raise
+        module.register(sub)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    logging.basicConfig(
+        level=logging.DEBUG if args.verbose else logging.WARNING,
+        format="%(levelname)s %(name)s: %(message)s",
+    )
+    if not getattr(args, "func", None):
+        parser.print_help()
+        return 2
+    try:
+        return int(args.func(args) or 0)
+    except InputError as e:
+        print(f"lyra: error: {e}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,158 @@
+"""``lyra simulate``: replay a trace through the real scheduler core on a virtual clock."""
+
+from __future__ import annotations
+
+import argparse
+import os
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeElapsedColumn
+
+from lyra_ray.errors import InputError
+from lyra_ray.model import JobSpec, Node, ThroughputModel
+
+FORMATS = ("gavel", "philly", "yaml")
+
+
+def register(sub: Any) -> None:
+    p = sub.add_parser("simulate", help="simulate a trace with a policy",
+                       description=__doc__)
+    p.add_argument("--trace", required=True, help="trace file")
+    p.add_argument("--format", choices=FORMATS, help="trace format (default: by extension)")
+    p.add_argument("--cluster", default="v100=8,p100=16,k80=24",
+                   help="training GPUs per type, e.g. v100=8,p100=16,k80=24")
+    p.add_argument("--gpus-per-node", type=int, default=1, help="GPUs per server (default 1)")
+    p.add_argument("--policy", default="fifo_nonpreemptive", help="policy name or module:Class")
+    p.add_argument("--round-seconds", type=float, default=360.0, help="round length (s)")
+    p.add_argument("--seed", type=int, default=0, help="seed for synthetic choices")
+    p.add_argument("--resize-overhead", type=float, default=0.0,
+                   help="checkpoint/restore seconds per preemption-resume or resize")
+    p.add_argument("--jct-window", help="FIRST:LAST job indices to average over")
+    p.add_argument("--throughputs", help="Gavel-format throughput JSON (gavel traces)")
+    p.add_argument("--max-jobs", type=int, help="use only the first N jobs of the trace")
+    p.add_argument("--json", dest="json_out", help="write the JSON report here")
+    p.add_argument("--plots", help="write PNG plots into this directory")
+    p.add_argument("--quiet", action="store_true", help="no table, no progress bar")
+    p.set_defaults(func=run_simulate)
+
+
+def _default_gavel_throughputs() -> Path | None:
+    env = os.environ.get("LYRA_SHARED_DATA")
+    roots = [Path(env)] if env else []
+    here = Path(__file__).resolve().parents[1]
+    roots += [here.parent / "shared" / "data", Path.cwd().parent / "shared" / "data"]
+    for r in roots:
+        p = r / "gavel" / "simulation_throughputs.json"
+        if p.exists():
+            return p
+    return None
+
+
+def parse_window(raw: str | None) -> tuple[int, int] | None:
+    if raw is None:
+        return None
+    try:
+        a, b = (int(x) for x in raw.split(":"))
+    except ValueError:
+        raise InputError(f"--jct-window: expected FIRST:LAST job indices, got {raw!r}") from None
+    if a < 0 or b < a:
+        raise InputError(f"--jct-window: need 0 <= FIRST <= LAST, got {raw!r}")
+    return a, b
+
+
+def load_workload(args: argparse.Namespace, nodes: list[Node]) -> tuple[list[JobSpec], ThroughputModel]:
+    """Read the trace and the matching throughput model; check every job can ever run."""
+    from lyra_ray import scaling
+    from lyra_ray.sim import traces
+    from lyra_ray.throughput import catalogue_throughputs, load_gavel_throughputs
+
+    fmt = args.format or {".trace": "gavel", ".csv": "philly", ".yaml": "yaml", ".yml": "yaml"}.get(
+        Path(args.trace).suffix)
+    if fmt is None:
+        raise InputError(f"--format: cannot tell the format of {args.trace!r}; give --format")
+    gpu_types = {n.gpu_type for n in nodes}
+    model: ThroughputModel
+    if fmt == "gavel" or args.throughputs:
+        path = args.throughputs or _default_gavel_throughputs()
+        if path is None:
+            raise InputError("--throughputs: a Gavel trace needs Gavel's throughput JSON")
+        model = load_gavel_throughputs(path)
+    else:
+        model = catalogue_throughputs()
+    job_types = model.job_types  # type: ignore[attr-defined]
+    if fmt == "gavel":
+        specs = traces.read_gavel_trace(args.trace, known_job_types=job_types)
+    elif fmt == "philly":
+        specs = traces.read_philly_csv(args.trace, seed=args.seed, max_jobs=args.max_jobs,
+                                       max_gpus=max(_by_type(nodes).values()))
+    else:
+        specs = traces.read_yaml_jobs(args.trace, known_gpu_types=gpu_types,
+                                      known_job_types=job_types,
+                                      known_curves=scaling.known_curves())
+    if args.max_jobs is not None:
+        specs = specs[: args.max_jobs]
+    _check_feasible(specs, nodes, model, args.trace)
+    return specs, model
+
+
+def _by_type(nodes: list[Node]) -> dict[str, int]:
+    out: dict[str, int] = {}
+    for n in nodes:
+        out[n.gpu_type] = out.get(n.gpu_type, 0) + n.num_gpus
+    return out
+
+
+def _check_feasible(specs: list[JobSpec], nodes: list[Node], model: ThroughputModel,
+                    source: str) -> None:
+    cap = _by_type(nodes)
+    for s in specs:
+        ok = [g for g, c in cap.items() if c >= s.min_workers and
+              model.throughput(s, g, s.min_workers) > 0]
+        if not ok:
+            raise InputError(
+                f"{source}: job {s.name!r}: field 'min_workers': needs {s.min_workers} GPUs of "
+                f"one type it can run on; the cluster has {cap}"
+            )
+
+
+def run_simulate(args: argparse.Namespace) -> int:
+    from lyra_ray.sim.report import render_table, to_json, write_plots
+    from lyra_ray.sim.simulator import Simulator
+    from lyra_ray.spec import parse_cluster
+    from policies.base import PolicyError, get_policy
+
+    nodes = parse_cluster(args.cluster, args.gpus_per_node)
+    window = parse_window(args.jct_window)
+    if args.round_seconds <= 0:
+        raise InputError(f"--round-seconds: must be > 0, got {args.round_seconds}")
+    if args.resize_overhead < 0:
+        raise InputError(f"--resize-overhead: must be >= 0, got {args.resize_overhead}")
+    specs, model = load_workload(args, nodes)
+    try:
+        policy = get_policy(args.policy)
+    except PolicyError as e:
+        raise InputError(f"--policy: {e}") from None
+    sim = Simulator(nodes, policy, model, round_s=args.round_seconds,
+                    resize_overhead_s=args.resize_overhead)
+    console = Console(stderr=True)
+    with Progress("[progress.description]{task.description}", BarColumn(), MofNCompleteColumn(),
+                  TimeElapsedColumn(), console=console, transient=True,
+                  disable=args.quiet) as bar:
+        task = bar.add_task(f"simulating {len(specs)} jobs", total=len(specs))
+        result = sim.run(specs, window, progress=lambda d, _t: bar.update(task, completed=d))
+    meta = {"trace": str(args.trace), "policy": args.policy, "cluster": args.cluster,
+            "gpus_per_node": args.gpus_per_node, "round_s": args.round_seconds,
+            "seed": args.seed, "resize_overhead_s": args.resize_overhead,
+            "jct_window": args.jct_window}
+    if not args.quiet:
+        render_table(result.summary, f"{args.policy} on {Path(args.trace).name}", Console())
+    if args.json_out:
+        Path(args.json_out).parent.mkdir(parents=True, exist_ok=True)
+        Path(args.json_out).write_text(to_json(result, meta))
+    if args.plots:
+        for p in write_plots(result, args.plots):
+            if not args.quiet:
+                print(f"wrote {p}")
+    return 0

@@ -1,0 +1,317 @@
+"""SchedulerCore: the one owner of mutable scheduling state, shared by both runtimes.
+
+``step(now, events) -> actions`` runs the numbered cycle of ARCHITECTURE.md:
+
+1. fold events into state (and account the time that running jobs received);
+2. take a frozen snapshot;
+3. + 4. ask the policy for an allocation (which also says which inference nodes to lend);
+5. turn time fractions into this round's assignment (Gavel's rounds) — only on a round
+   boundary (:class:`Tick`), so that a round-based policy never preempts mid-round;
+6. place the assignment on nodes;
+7. diff with what runs and emit actions.
+
+Nothing here reads a clock or touches Ray: the simulator and the live runtime feed the
+same events and carry out the same actions.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from typing import Any, Protocol
+
+from lyra_ray import model as m
+from lyra_ray.model import Assignment, ClusterSnapshot, JobId, JobStatus, NodeId
+from lyra_ray.state import JobState, job_from_dict, job_to_dict
+from placement.placer import ConsolidatingPlacer
+from policies.base import Policy
+
+log = logging.getLogger(__name__)
+
+
+class Runtime(Protocol):
+    """What carries the core's decisions out: :class:`SimRuntime` or ``RayRuntime``."""
+
+    def apply(self, actions: Sequence[m.Action]) -> None: ...
+
+    def poll(self) -> list[m.Event]: ...
+
+
+class RoundMechanismLike(Protocol):
+    def assign(
+        self, snap: ClusterSnapshot, allocation: m.Allocation, previous: dict[JobId, Assignment]
+    ) -> dict[JobId, Assignment]: ...
+
+    def to_state(self) -> dict[str, Any]: ...
+
+
+def _default_rounds() -> RoundMechanismLike:
+    from lyra_ray.rounds import RoundMechanism
+
+    return RoundMechanism()  # type: ignore[no-any-return]
+
+
+class SchedulerCore:
+    def __init__(
+        self,
+        policy: Policy,
+        throughput_model: m.ThroughputModel,
+        round_s: float = 360.0,
+        rounds: RoundMechanismLike | None = None,
+    ) -> None:
+        self.policy = policy
+        self.throughputs = throughput_model
+        self.round_s = round_s
+        self._rounds = rounds
+        self.placer = ConsolidatingPlacer()
+        self.jobs: dict[JobId, JobState] = {}
+        self._active: dict[JobId, JobState] = {}
+        """Jobs not yet terminal, in submission order: every cycle walks only these."""
+        self.nodes: dict[NodeId, m.Node] = {}
+        self.lent: set[NodeId] = set()
+        self.serving_demand = 0
+        self.now = 0.0
+        self.allocation = m.Allocation()
+        self._dirty = True
+        self.reclaims = 0
+        self.cycles = 0
+
+    # ------------------------------------------------------------------ public API
+
+    @property
+    def rounds(self) -> RoundMechanismLike:
+        if self._rounds is None:
+            self._rounds = _default_rounds()
+        return self._rounds
+
+    def active(self) -> list[JobState]:
+        return list(self._active.values())
+
+    def step(self, now: float, events: Sequence[m.Event]) -> list[m.Action]:
+        if now < self.now:
+            raise ValueError(f"time went backwards: {now} < {self.now}")
+        self._account(now)
+        self.now = now
+        actions: list[m.Action] = []
+        tick = self._fold(events, actions)
+        if not self._dirty and not (tick and self.allocation.fractions):
+            return actions
+        snap = self.snapshot()
+        if self._dirty:
+            self.allocation = self.policy.allocate(snap)
+        self._dirty = False
+        previous = {j.id: j.current for j in self.active() if j.current is not None}
+        lend = self.allocation.lend & {n.id for n in self.nodes.values() if n.pool == "inference"}
+        if lend != self.lent:
+            snap = self._with_lent(snap, frozenset(lend))
+        desired = self._desired(snap, previous, tick)
+        placed = self.placer.place(desired, snap, previous, self.allocation.preferred_nodes)
+        actions += self._diff(placed, previous, set(lend))
+        self.cycles += 1
+        return actions
+
+    def snapshot(self) -> ClusterSnapshot:
+        return ClusterSnapshot(
+            now=self.now,
+            nodes=tuple(self.nodes[k] for k in sorted(self.nodes)),
+            jobs=tuple(j.view() for j in self.active()),
+            throughput_model=self.throughputs,
+            round_s=self.round_s,
+            serving_demand=self.serving_demand,
+            lent_nodes=frozenset(self.lent),
+        )
+
+    # ------------------------------------------------------------------ 1. fold
+
+    def _account(self, now: float) -> None:
+        dt = now - self.now
+        if dt <= 0:
+            return
+        for j in self._active.values():
+            a = j.current
+            if a is None or j.status is not JobStatus.RUNNING:
+                continue
+            j.attained_service_s += dt * a.workers
+            j.time_received_s[a.gpu_type] = j.time_received_s.get(a.gpu_type, 0.0) + dt
+
+    def _fold(self, events: Sequence[m.Event], actions: list[m.Action]) -> bool:
+        tick = False
+        for ev in events:
+            if isinstance(ev, m.Tick):
+                tick = True
+            elif isinstance(ev, m.JobProgress):
+                j = self.jobs.get(ev.job_id)
+                if j is not None and not j.status.terminal:
+                    j.steps_done = min(j.spec.total_steps, max(j.steps_done, ev.steps_done))
+                    self._observe(j, ev.steps_per_s)
+            elif isinstance(ev, m.JobSubmitted):
+                if ev.job_id in self.jobs:
+                    raise ValueError(f"job id {ev.job_id!r} submitted twice")
+                j = JobState(ev.job_id, ev.spec, arrival_s=self.now)
+                j.throughput = self._throughput_row(j)
+                self.jobs[ev.job_id] = j
+                self._active[ev.job_id] = j
+                self._dirty = True
+            elif isinstance(ev, m.JobCompleted):
+                self._end(ev.job_id, JobStatus.FINISHED, ev.steps_done)
+            elif isinstance(ev, m.JobFailed):
+                log.warning("job %s failed: %s", ev.job_id, ev.reason)
+                self._end(ev.job_id, JobStatus.FAILED, None)
+            elif isinstance(ev, m.JobCancelled):
+                j = self.jobs.get(ev.job_id)
+                if j is not None and not j.status.terminal:
+                    if j.current is not None:
+                        actions.append(m.Finish(ev.job_id))
+                    self._end(ev.job_id, JobStatus.CANCELLED, None)
+            elif isinstance(ev, m.JobStopped):
+                j = self.jobs.get(ev.job_id)
+                if j is not None:
+                    j.steps_done = min(j.spec.total_steps, max(j.steps_done, ev.steps_done))
+            elif isinstance(ev, m.NodeUp):
+                known = {n.gpu_type for n in self.nodes.values()}
+                self.nodes[ev.node.id] = ev.node
+                if ev.node.gpu_type not in known:
+                    for j in self.active():
+                        j.throughput = self._throughput_row(j)
+                self._dirty = True
+            elif isinstance(ev, m.NodeDown):
+                self._node_down(ev.node_id)
+            elif isinstance(ev, m.ServingDemand):
+                if ev.servers != self.serving_demand:
+                    self.serving_demand = ev.servers
+                    self._dirty = True
+        return tick
+
+    def _observe(self, j: JobState, steps_per_s: float | None) -> None:
+        observe = getattr(self.throughputs, "observe", None)
+        if steps_per_s is None or j.current is None or observe is None:
+            return
+        observe(j.spec, j.current.gpu_type, j.current.workers, steps_per_s)
+        j.throughput = self._throughput_row(j)
+
+    def _throughput_row(self, j: JobState) -> dict[str, float]:
+        types = sorted({n.gpu_type for n in self.nodes.values()})
+        return {g: self.throughputs.throughput(j.spec, g, j.spec.min_workers) for g in types}
+
+    def _end(self, job_id: JobId, status: JobStatus, steps: float | None) -> None:
+        j = self.jobs.get(job_id)
+        if j is None or j.status.terminal:
+            return
+        if steps is not None:
+            j.steps_done = min(j.spec.total_steps, steps)
+        j.status, j.finish_s, j.current = status, self.now, None
+        self._active.pop(job_id, None)
+        self._dirty = True
+
+    def _node_down(self, node_id: NodeId) -> None:
+        if self.nodes.pop(node_id, None) is None:
+            return
+        self.lent.discard(node_id)
+        for j in self.active():
+            if j.current is not None and any(n == node_id for n, _ in j.current.nodes):
+                # Its runtime lost the workers on that node: the job resumes elsewhere.
+                j.current, j.status = None, JobStatus.PREEMPTED
+                j.num_preemptions += 1
+        self._dirty = True
+
+    # ------------------------------------------------------------------ 5. rounds
+
+    def _with_lent(self, snap: ClusterSnapshot, lent: frozenset[NodeId]) -> ClusterSnapshot:
+        return ClusterSnapshot(
+            snap.now, snap.nodes, snap.jobs, snap.throughput_model, snap.round_s,
+            snap.serving_demand, lent,
+        )
+
+    def _desired(
+        self, snap: ClusterSnapshot, previous: dict[JobId, Assignment], tick: bool
+    ) -> dict[JobId, Assignment]:
+        alloc = self.allocation
+        active = {j.id for j in snap.jobs}
+        out = {
+            j: Assignment(g, n)
+            for j, (g, n) in alloc.workers.items()
+            if j in active and n > 0
+        }
+        if alloc.fractions:
+            if tick:
+                out.update(self.rounds.assign(snap, alloc, previous))
+            else:  # mid-round: keep this round's assignment for jobs still running
+                for j, a in previous.items():
+                    if j not in out and j in active:
+                        out[j] = Assignment(a.gpu_type, a.workers, partner=a.partner)
+        return out
+
+    # ------------------------------------------------------------------ 7. diff
+
+    def _diff(
+        self, placed: dict[JobId, Assignment], previous: dict[JobId, Assignment], lend: set[NodeId]
+    ) -> list[m.Action]:
+        stops: list[m.Action] = []
+        starts: list[m.Action] = []
+        reclaimed = self.lent - lend
+        for jid in sorted(previous):
+            if jid not in placed:
+                j = self.jobs[jid]
+                if any(n in reclaimed for n, _ in previous[jid].nodes):
+                    j.reclaim_preemptions += 1
+                j.current, j.status = None, JobStatus.PREEMPTED
+                j.num_preemptions += 1
+                stops.append(m.Preempt(jid))
+        for jid in sorted(placed):
+            a, j = placed[jid], self.jobs[jid]
+            prev = previous.get(jid)
+            if prev == a:
+                continue  # lease extension: untouched
+            if prev is None:
+                starts.append(m.Launch(jid, a))
+                if j.first_start_s is None:
+                    j.first_start_s = self.now
+            else:
+                if prev.gpu_type != a.gpu_type:
+                    j.num_preemptions += 1
+                elif prev.workers != a.workers:
+                    j.num_resizes += 1
+                stops.append(m.Resize(jid, a))
+            j.current, j.status = a, JobStatus.RUNNING
+        lend_actions: list[m.Action] = [m.Reclaim(n) for n in sorted(reclaimed)]
+        lend_actions += [m.Lend(n) for n in sorted(lend - self.lent)]
+        if lend != self.lent:
+            self.reclaims += len(reclaimed)
+            inference = sum(1 for n in self.nodes.values() if n.pool == "inference")
+            self.lent = lend
+            lend_actions.append(m.ScaleServe(inference - len(lend)))
+        resize = [a for a in stops if isinstance(a, m.Resize)]
+        preempt = [a for a in stops if not isinstance(a, m.Resize)]
+        return preempt + lend_actions + resize + starts
+
+    # ------------------------------------------------------------------ persistence
+
+    def to_state(self) -> dict[str, Any]:
+        """Everything needed to resume: JSON-safe, deterministic key order."""
+        rounds_state = self._rounds.to_state() if self._rounds is not None else None
+        return {
+            "now": self.now,
+            "jobs": [job_to_dict(self.jobs[k]) for k in sorted(self.jobs)],
+            "nodes": [
+                {"id": n.id, "gpu_type": n.gpu_type, "num_gpus": n.num_gpus, "pool": n.pool}
+                for n in (self.nodes[k] for k in sorted(self.nodes))
+            ],
+            "lent": sorted(self.lent),
+            "serving_demand": self.serving_demand,
+            "reclaims": self.reclaims,
+            "rounds": rounds_state,
+        }
+
+    def load_state(self, state: dict[str, Any]) -> None:
+        self.now = float(state["now"])
+        self.jobs = {d["id"]: job_from_dict(d) for d in state["jobs"]}
+        self._active = {k: j for k, j in self.jobs.items() if not j.status.terminal}
+        self.nodes = {d["id"]: m.Node(**d) for d in state["nodes"]}
+        self.lent = set(state["lent"])
+        self.serving_demand = int(state["serving_demand"])
+        self.reclaims = int(state.get("reclaims", 0))
+        if state.get("rounds") is not None:
+            self._rounds = type(self.rounds).from_state(state["rounds"])  # type: ignore[attr-defined]
+        for j in self.jobs.values():
+            j.throughput = self._throughput_row(j)
+        self._dirty = True

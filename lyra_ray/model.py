@@ -1,0 +1,356 @@
+"""The domain model: frozen value types shared by the core, the policies and both runtimes.
+
+Everything here is pure data. The scheduler core is the only place that holds
+*mutable* state; it hands policies a frozen :class:`ClusterSnapshot` so that a policy
+cannot reach into the runtime, read a clock, or change anything behind the core's back.
+Validation of user input lives in :mod:`lyra_ray.spec`; these types assume valid values.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Literal, TypeAlias
+
+GpuType: TypeAlias = str
+"""A lower-case accelerator name (``"v100"``, ``"t4"``). Kept a plain string so that a
+cluster can carry any accelerator Ray knows without a code change."""
+
+JobId: TypeAlias = str
+NodeId: TypeAlias = str
+Pool = Literal["training", "inference"]
+
+
+@dataclass(frozen=True, slots=True)
+class Node:
+    """A machine with ``num_gpus`` GPUs of one type, in the training or inference pool."""
+
+    id: NodeId
+    gpu_type: GpuType
+    num_gpus: int
+    pool: Pool = "training"
+
+
+@dataclass(frozen=True, slots=True)
+class JobSpec:
+    """What a user asks for. Fixed-size jobs have ``min_workers == max_workers``.
+
+    ``throughput`` is steps/s *per worker* on each GPU type (scaled by ``scaling``);
+    ``job_type`` instead names an entry of the throughput catalogue (Gavel's measured
+    steps/s per job type, scale factor and GPU type). At least one of them is set.
+    """
+
+    name: str
+    total_steps: float
+    min_workers: int = 1
+    max_workers: int = 1
+    user: str = "default"
+    priority_weight: float = 1.0
+    job_type: str | None = None
+    throughput: Mapping[GpuType, float] | None = None
+    scaling: str = "linear"
+    slo_s: float | None = None
+    arrival_s: float = 0.0
+    entrypoint: str | None = None
+    config: Mapping[str, object] = field(default_factory=dict)
+
+    @property
+    def elastic(self) -> bool:
+        return self.max_workers > self.min_workers
+
+    @property
+    def scale_factor(self) -> int:
+        """GPUs a rigid job needs (Gavel's scale factor); elastic jobs start at ``min``."""
+        return self.min_workers
+
+
+class JobStatus(enum.Enum):
+    QUEUED = "queued"
+    RUNNING = "running"
+    PREEMPTED = "preempted"
+    FINISHED = "finished"
+    CANCELLED = "cancelled"
+    FAILED = "failed"
+
+    @property
+    def terminal(self) -> bool:
+        return self in _TERMINAL
+
+
+_TERMINAL = frozenset({JobStatus.FINISHED, JobStatus.CANCELLED, JobStatus.FAILED})
+
+
+@dataclass(frozen=True, slots=True)
+class Assignment:
+    """Where one job runs this round: ``workers`` GPUs of ``gpu_type``.
+
+    ``nodes`` maps node id -> GPUs used there; empty until the placer fills it in.
+    ``partner`` names the co-located job when two jobs space-share the same GPUs.
+    """
+
+    gpu_type: GpuType
+    workers: int
+    nodes: tuple[tuple[NodeId, int], ...] = ()
+    partner: JobId | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class JobView:
+    """A job as policies see it: its spec plus the scheduling history they need."""
+
+    id: JobId
+    spec: JobSpec
+    arrival_s: float
+    status: JobStatus
+    steps_done: float
+    attained_service_s: float
+    """GPU-seconds received so far (LAS / max-min fairness)."""
+    time_received_s: Mapping[GpuType, float]
+    """Wall seconds run on each GPU type (Gavel's rounds received x round length)."""
+    throughput: Mapping[GpuType, float]
+    """Steps/s of the job at its requested size (``min_workers``) on each GPU type."""
+    current: Assignment | None
+    first_start_s: float | None = None
+    num_preemptions: int = 0
+
+    @property
+    def remaining_steps(self) -> float:
+        return max(0.0, self.spec.total_steps - self.steps_done)
+
+
+@dataclass(frozen=True, slots=True)
+class ClusterSnapshot:
+    """Everything a policy may look at, frozen at time ``now``.
+
+    ``throughput_fn`` gives steps/s for (job id, GPU type, workers) and, for pairs,
+    the two jobs' steps/s when co-located; policies call it instead of holding their
+    own throughput tables, so measured throughputs reach every policy the same way.
+    """
+
+    now: float
+    nodes: tuple[Node, ...]
+    jobs: tuple[JobView, ...]
+    throughput_model: ThroughputModel
+    round_s: float = 360.0
+    serving_demand: int = 0
+    """Inference servers the serving side needs right now (Lyra loaning)."""
+    lent_nodes: frozenset[NodeId] = frozenset()
+    """Inference nodes currently lent to training."""
+
+    def gpus_by_type(self, pool: Pool | None = "training") -> dict[GpuType, int]:
+        out: dict[GpuType, int] = {}
+        for n in self.nodes:
+            if pool is None or n.pool == pool or (pool == "training" and n.id in self.lent_nodes):
+                out[n.gpu_type] = out.get(n.gpu_type, 0) + n.num_gpus
+        return out
+
+    @property
+    def gpu_types(self) -> tuple[GpuType, ...]:
+        return tuple(sorted(self.gpus_by_type()))
+
+    @property
+    def active_jobs(self) -> tuple[JobView, ...]:
+        return tuple(j for j in self.jobs if j.status not in _TERMINAL)
+
+    def job(self, job_id: JobId) -> JobView:
+        for j in self.jobs:
+            if j.id == job_id:
+                return j
+        raise KeyError(job_id)
+
+    def throughput(self, job: JobView, gpu_type: GpuType, workers: int | None = None) -> float:
+        """Steps/s of ``job`` with ``workers`` GPUs of ``gpu_type`` (default: its size)."""
+        return self.throughput_model.throughput(job.spec, gpu_type, workers or job.spec.min_workers)
+
+
+class ThroughputModel:
+    """Steps/s of a job on a GPU type with a number of workers (and with a partner).
+
+    The base class implements the spec-driven model (``JobSpec.throughput`` per worker,
+    times a scaling curve); :mod:`lyra_ray.throughput` adds Gavel's measured catalogue.
+    The live runtime wraps it to substitute throughputs it has measured.
+    """
+
+    def throughput(self, spec: JobSpec, gpu_type: GpuType, workers: int) -> float:
+        if spec.throughput is None:
+            return 0.0
+        per_worker = spec.throughput.get(gpu_type, 0.0)
+        return per_worker * workers
+
+    def pair_throughput(
+        self, a: JobSpec, b: JobSpec, gpu_type: GpuType
+    ) -> tuple[float, float] | None:
+        """Steps/s of ``a`` and ``b`` sharing the same GPUs, or ``None`` if they cannot."""
+        return None
+
+
+# ----------------------------------------------------------------------------- allocation
+
+
+@dataclass(frozen=True, slots=True)
+class Allocation:
+    """A policy's answer.
+
+    ``fractions`` is Gavel's X: for a job id (or a ``"a+b"`` pair key, see
+    :func:`pair_key`) the fraction of time it should spend on each GPU type; the round
+    mechanism turns it into assignments. ``workers`` gives integral allocations directly
+    (FIFO, Lyra's elastic sizes): job id -> (GPU type, worker count); those jobs bypass
+    the round mechanism. A job in neither map is not scheduled.
+    """
+
+    fractions: Mapping[str, Mapping[GpuType, float]] = field(default_factory=dict)
+    workers: Mapping[JobId, tuple[GpuType, int]] = field(default_factory=dict)
+    lend: frozenset[NodeId] = frozenset()
+    """Inference nodes that should be on loan to training after this step."""
+    preferred_nodes: Mapping[JobId, tuple[NodeId, ...]] = field(default_factory=dict)
+    """Placement hints, e.g. put an elastic job's flexible workers on lent servers."""
+
+
+PAIR_SEP = "+"
+
+
+def pair_key(a: JobId, b: JobId) -> str:
+    """The key of a space-sharing pair in :attr:`Allocation.fractions` (order-free)."""
+    x, y = sorted((a, b))
+    return f"{x}{PAIR_SEP}{y}"
+
+
+def split_pair(key: str) -> tuple[JobId, ...]:
+    return tuple(key.split(PAIR_SEP))
+
+
+# ----------------------------------------------------------------------------- actions
+
+
+@dataclass(frozen=True, slots=True)
+class Launch:
+    """Start (or resume from its latest checkpoint) ``job_id`` on ``assignment``."""
+
+    job_id: JobId
+    assignment: Assignment
+
+
+@dataclass(frozen=True, slots=True)
+class Preempt:
+    """Checkpoint and stop ``job_id``, releasing its GPUs; it stays queued."""
+
+    job_id: JobId
+
+
+@dataclass(frozen=True, slots=True)
+class Resize:
+    """Checkpoint ``job_id`` and restart it on a new assignment (other size or nodes)."""
+
+    job_id: JobId
+    assignment: Assignment
+
+
+@dataclass(frozen=True, slots=True)
+class Finish:
+    """``job_id`` has all its steps (or was cancelled): release whatever it holds."""
+
+    job_id: JobId
+
+
+@dataclass(frozen=True, slots=True)
+class Lend:
+    """Take inference node ``node_id`` from serving and add it to the training pool."""
+
+    node_id: NodeId
+
+
+@dataclass(frozen=True, slots=True)
+class Reclaim:
+    """Give lent node ``node_id`` back to serving (its training workers already moved)."""
+
+    node_id: NodeId
+
+
+@dataclass(frozen=True, slots=True)
+class ScaleServe:
+    """Set the number of inference replicas (servers) serving uses."""
+
+    replicas: int
+
+
+Action: TypeAlias = Launch | Preempt | Resize | Finish | Lend | Reclaim | ScaleServe
+
+
+# ----------------------------------------------------------------------------- events
+
+
+@dataclass(frozen=True, slots=True)
+class JobSubmitted:
+    job_id: JobId
+    spec: JobSpec
+
+
+@dataclass(frozen=True, slots=True)
+class JobCancelled:
+    job_id: JobId
+
+
+@dataclass(frozen=True, slots=True)
+class JobProgress:
+    """Absolute steps done by ``job_id`` (monotone); ``steps_per_s`` if measured."""
+
+    job_id: JobId
+    steps_done: float
+    steps_per_s: float | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class JobCompleted:
+    job_id: JobId
+    steps_done: float
+
+
+@dataclass(frozen=True, slots=True)
+class JobFailed:
+    job_id: JobId
+    reason: str
+
+
+@dataclass(frozen=True, slots=True)
+class JobStopped:
+    """A preempted or resized run has released its GPUs (possibly with progress)."""
+
+    job_id: JobId
+    steps_done: float
+
+
+@dataclass(frozen=True, slots=True)
+class NodeUp:
+    node: Node
+
+
+@dataclass(frozen=True, slots=True)
+class NodeDown:
+    node_id: NodeId
+
+
+@dataclass(frozen=True, slots=True)
+class ServingDemand:
+    """Inference needs ``servers`` servers now."""
+
+    servers: int
+
+
+@dataclass(frozen=True, slots=True)
+class Tick:
+    """A round boundary: round-based policies may re-assign GPUs only here."""
+
+
+Event: TypeAlias = (
+    JobSubmitted
+    | JobCancelled
+    | JobProgress
+    | JobCompleted
+    | JobFailed
+    | JobStopped
+    | NodeUp
+    | NodeDown
+    | ServingDemand
+    | Tick
+)

@@ -1,0 +1,1 @@
+"""The trace-driven simulator: the real SchedulerCore on a virtual clock."""

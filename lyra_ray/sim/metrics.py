@@ -1,0 +1,153 @@
+"""Metrics of a simulated run: per-job records and cluster usage over time.
+
+Usage is integrated exactly over the piecewise-constant state between two core steps,
+so the numbers do not depend on a sampling period.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from lyra_ray.core import SchedulerCore
+from lyra_ray.model import JobStatus
+
+
+@dataclass(slots=True)
+class Sample:
+    t: float
+    busy_training: int  # GPUs running training on training-pool nodes
+    busy_lent: int  # GPUs running training on lent inference nodes
+    lent: int  # GPUs on loan
+    serving: int  # inference GPUs serving
+    queued: int
+    running: int
+
+
+@dataclass
+class Recorder:
+    training_gpus: int
+    total_gpus: int
+    samples: list[Sample] = field(default_factory=list)
+
+    def record(self, t: float, core: SchedulerCore) -> None:
+        pools = {n.id: n for n in core.nodes.values()}
+        busy_t = busy_l = queued = running = 0
+        seen: set[tuple[str, str]] = set()
+        for j in core.active():
+            if j.current is None:
+                queued += 1
+                continue
+            running += 1
+            for node_id, g in j.current.nodes:
+                if j.current.partner is not None:  # pairs share GPUs: count them once
+                    key = (node_id, "+".join(sorted((j.id, j.current.partner))))
+                    if key in seen:
+                        continue
+                    seen.add(key)
+                node = pools.get(node_id)
+                if node is not None and node.pool == "inference":
+                    busy_l += g
+                else:
+                    busy_t += g
+        lent = sum(pools[n].num_gpus for n in core.lent if n in pools)
+        inference = sum(n.num_gpus for n in pools.values() if n.pool == "inference")
+        serving = min(inference - lent, core.serving_demand * self._server_gpus(core))
+        s = Sample(t, busy_t, busy_l, lent, max(0, serving), queued, running)
+        if self.samples and self.samples[-1].t == t:
+            self.samples[-1] = s
+        else:
+            self.samples.append(s)
+
+    @staticmethod
+    def _server_gpus(core: SchedulerCore) -> int:
+        inf = [n.num_gpus for n in core.nodes.values() if n.pool == "inference"]
+        return max(inf) if inf else 0
+
+    def usage(self, end: float) -> dict[str, float]:
+        if not self.samples:
+            return {"gpu_usage_training": 0.0, "gpu_usage_overall": 0.0, "on_loan_utilisation": 0.0}
+        t = np.array([s.t for s in self.samples] + [end])
+        dt = np.diff(t)
+        bt = np.array([s.busy_training for s in self.samples])
+        bl = np.array([s.busy_lent for s in self.samples])
+        lent = np.array([s.lent for s in self.samples])
+        serving = np.array([s.serving for s in self.samples])
+        span = float(t[-1] - t[0])
+        if span <= 0:
+            return {"gpu_usage_training": 0.0, "gpu_usage_overall": 0.0, "on_loan_utilisation": 0.0}
+        lent_s = float((lent * dt).sum())
+        return {
+            "gpu_usage_training": float((bt * dt).sum()) / (self.training_gpus * span)
+            if self.training_gpus
+            else 0.0,
+            "gpu_usage_overall": float(((bt + bl + serving) * dt).sum()) / (self.total_gpus * span),
+            "on_loan_utilisation": float((bl * dt).sum()) / lent_s if lent_s > 0 else 0.0,
+        }
+
+
+def _stats(values: list[float], prefix: str) -> dict[str, float | None]:
+    if not values:
+        return {f"avg_{prefix}_s": None, f"median_{prefix}_s": None, f"p95_{prefix}_s": None}
+    a = np.asarray(values, dtype=float)
+    return {
+        f"avg_{prefix}_s": float(a.mean()),
+        f"median_{prefix}_s": float(np.median(a)),
+        f"p95_{prefix}_s": float(np.percentile(a, 95)),
+    }
+
+
+def job_records(core: SchedulerCore, order: list[str]) -> list[dict[str, Any]]:
+    out = []
+    for idx, jid in enumerate(order):
+        j = core.jobs[jid]
+        jct = None if j.finish_s is None or j.status is not JobStatus.FINISHED else (
+            j.finish_s - j.arrival_s
+        )
+        queue = None if j.first_start_s is None else j.first_start_s - j.arrival_s
+        out.append({
+            "index": idx,
+            "id": jid,
+            "name": j.spec.name,
+            "status": j.status.value,
+            "arrival_s": j.arrival_s,
+            "first_start_s": j.first_start_s,
+            "finish_s": j.finish_s,
+            "jct_s": jct,
+            "queue_s": queue,
+            "preemptions": j.num_preemptions,
+            "resizes": j.num_resizes,
+            "reclaim_preemptions": j.reclaim_preemptions,
+            "steps_done": j.steps_done,
+            "total_steps": j.spec.total_steps,
+        })
+    return out
+
+
+def summarise(
+    records: list[dict[str, Any]], window: tuple[int, int] | None = None
+) -> dict[str, Any]:
+    """Averages over finished jobs, optionally only over job indices ``first..last``."""
+    sel = records if window is None else [
+        r for r in records if window[0] <= r["index"] <= window[1]
+    ]
+    jcts = [r["jct_s"] for r in sel if r["jct_s"] is not None]
+    queues = [r["queue_s"] for r in sel if r["queue_s"] is not None]
+    finishes = [r["finish_s"] for r in records if r["finish_s"] is not None]
+    arrivals = [r["arrival_s"] for r in records]
+    out: dict[str, Any] = {}
+    out.update(_stats(jcts, "jct"))
+    out.update(_stats(queues, "queue"))
+    out["makespan_s"] = (max(finishes) - min(arrivals)) if finishes else None
+    out["preemption_ratio"] = (
+        sum(1 for r in records if r["preemptions"] > 0) / len(records) if records else 0.0
+    )
+    out["completed_jobs"] = sum(1 for r in records if r["status"] == "finished")
+    out["total_jobs"] = len(records)
+    out["window_jobs"] = len(sel)
+    out["resizes"] = sum(r["resizes"] for r in records)
+    out["preemptions"] = sum(r["preemptions"] for r in records)
+    out["reclaim_preemptions"] = sum(r["reclaim_preemptions"] for r in records)
+    return out

@@ -1,0 +1,132 @@
+"""Inference demand over time, in servers: from a CSV trace or a seeded diurnal curve.
+
+Lyra's premise is that the inference pool is sized for its daily peak and idles much of
+the day (production: ~40 % utilisation, a strong diurnal swing). The simulator turns a
+demand series into :class:`~lyra_ray.model.ServingDemand` events; the policy lends what
+serving does not need.
+
+CSV format (header required)::
+
+    time_s,servers
+    0,12
+    3600,9
+"""
+
+from __future__ import annotations
+
+import csv
+import itertools
+import math
+import random
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from lyra_ray.errors import InputError
+from lyra_ray.model import ServingDemand
+
+DAY_S = 86_400.0
+
+
+@dataclass(frozen=True, slots=True)
+class DemandPoint:
+    """From ``time_s`` on, serving needs ``servers`` servers."""
+
+    time_s: float
+    servers: int
+
+
+def read_demand_csv(path: str | Path) -> list[DemandPoint]:
+    """Read ``time_s,servers`` rows; errors name the file, line and field."""
+    p = Path(path)
+    try:
+        text = p.read_text()
+    except OSError as e:
+        raise InputError(f"{p}: cannot read serving demand trace: {e.strerror}") from e
+    rows = csv.reader(text.splitlines())
+    header = next(rows, None)
+    if header is None or [h.strip() for h in header] != ["time_s", "servers"]:
+        raise InputError(f"{p}: line 1: header must be 'time_s,servers', got {header!r}")
+    out: list[DemandPoint] = []
+    for lineno, row in enumerate(rows, start=2):
+        if not row or all(not c.strip() for c in row):
+            continue
+        if len(row) != 2:
+            raise InputError(
+                f"{p}: line {lineno}: expected 2 fields (time_s,servers), got {len(row)}"
+            )
+        try:
+            t = float(row[0])
+        except ValueError:
+            raise InputError(
+                f"{p}: line {lineno}: field 'time_s': not a number: {row[0]!r}"
+            ) from None
+        try:
+            s = int(row[1])
+        except ValueError:
+            raise InputError(
+                f"{p}: line {lineno}: field 'servers': not an integer: {row[1]!r}"
+            ) from None
+        if not math.isfinite(t) or t < 0:
+            raise InputError(f"{p}: line {lineno}: field 'time_s': must be >= 0, got {row[0]!r}")
+        if s < 0:
+            raise InputError(f"{p}: line {lineno}: field 'servers': must be >= 0, got {s}")
+        if out and t < out[-1].time_s:
+            raise InputError(
+                f"{p}: line {lineno}: field 'time_s': {t} goes back in time "
+                f"(after {out[-1].time_s})"
+            )
+        out.append(DemandPoint(t, s))
+    return out
+
+
+def diurnal(
+    total_servers: int,
+    horizon_s: float,
+    *,
+    step_s: float = 900.0,
+    mean_util: float = 0.4,
+    amplitude: float = 0.3,
+    noise: float = 0.05,
+    period_s: float = DAY_S,
+    peak_s: float = 14 * 3600.0,
+    seed: int = 0,
+) -> list[DemandPoint]:
+    """A daily sine around ``mean_util`` of the pool, peaking at ``peak_s``, plus noise.
+
+    Utilisation (fraction of ``total_servers``) is ``mean_util + amplitude * cos(...)``
+    plus Gaussian noise of std ``noise``, clipped to [0, 1], rounded up to servers (serving
+    never gets fewer servers than its load needs), one point every ``step_s``. The same
+    seed gives the same series.
+    """
+    if total_servers < 0 or horizon_s < 0 or step_s <= 0:
+        raise ValueError("total_servers, horizon_s must be >= 0 and step_s > 0")
+    rnd = random.Random(seed)
+    out: list[DemandPoint] = []
+    t = 0.0
+    while t <= horizon_s:
+        u = mean_util + amplitude * math.cos(2 * math.pi * (t - peak_s) / period_s)
+        u = min(1.0, max(0.0, u + rnd.gauss(0.0, noise)))
+        out.append(DemandPoint(t, min(total_servers, math.ceil(u * total_servers - 1e-9))))
+        t += step_s
+    return out
+
+
+def demand_events(points: Sequence[DemandPoint]) -> list[tuple[float, ServingDemand]]:
+    """The points where demand changes, as timed :class:`ServingDemand` events."""
+    out: list[tuple[float, ServingDemand]] = []
+    last: int | None = None
+    for p in points:
+        if p.servers != last:
+            out.append((p.time_s, ServingDemand(p.servers)))
+            last = p.servers
+    return out
+
+
+def mean_utilisation(points: Sequence[DemandPoint], total_servers: int) -> float:
+    """Time-weighted mean demand / pool size over the series (last point: one step)."""
+    if len(points) < 2 or total_servers <= 0:
+        return 0.0
+    span = points[-1].time_s - points[0].time_s
+    acc = sum(a.servers * (b.time_s - a.time_s) for a, b in itertools.pairwise(points))
+    return acc / span / total_servers if span > 0 else 0.0

@@ -1,0 +1,200 @@
+"""Parsing and validating user input: job specs, YAML job lists and cluster specs.
+
+Bad input is refused here, at the boundary, with a message that names the source, the
+job and the field; nothing invalid reaches the core. Pydantic does the field checks;
+this module turns its errors into one readable line each.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import Any
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+from lyra_ray.errors import InputError
+from lyra_ray.model import JobSpec, Node
+
+SpecError = InputError
+
+
+class _JobInput(BaseModel):
+    """The accepted shape of one job in a YAML list or an SDK dict."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    name: str = Field(min_length=1)
+    total_steps: float = Field(gt=0)
+    arrival_s: float = Field(default=0.0, ge=0)
+    workers: int | None = Field(default=None, ge=1)
+    min_workers: int | None = Field(default=None, ge=1)
+    max_workers: int | None = Field(default=None, ge=1)
+    user: str = "default"
+    priority_weight: float = Field(default=1.0, gt=0)
+    job_type: str | None = None
+    throughput: dict[str, float] | None = None
+    scaling: str = "linear"
+    slo_s: float | None = Field(default=None, gt=0)
+    entrypoint: str | None = None
+    config: dict[str, Any] = Field(default_factory=dict)
+
+    @field_validator("throughput")
+    @classmethod
+    def _positive_throughput(cls, v: dict[str, float] | None) -> dict[str, float] | None:
+        if v is None:
+            return v
+        if not v:
+            raise ValueError("must name at least one GPU type")
+        for gpu, t in v.items():
+            if t <= 0:
+                raise ValueError(f"steps/s on {gpu!r} must be > 0, got {t}")
+        return {k.lower(): float(t) for k, t in v.items()}
+
+    @field_validator("entrypoint")
+    @classmethod
+    def _entrypoint_shape(cls, v: str | None) -> str | None:
+        if v is not None and not re.fullmatch(r"[\w.]+:[\w]+", v):
+            raise ValueError(f"must look like 'module:function', got {v!r}")
+        return v
+
+    @model_validator(mode="after")
+    def _sizes(self) -> _JobInput:
+        if self.workers is not None and (self.min_workers or self.max_workers):
+            raise ValueError("give either 'workers' or 'min_workers'/'max_workers', not both")
+        lo = self.workers or self.min_workers or 1
+        hi = self.workers or self.max_workers or lo
+        if lo > hi:
+            raise ValueError(f"min_workers ({lo}) > max_workers ({hi})")
+        if self.job_type is None and self.throughput is None:
+            raise ValueError("give 'throughput' (steps/s per worker per GPU type) or 'job_type'")
+        return self
+
+
+def _format_error(source: str, e: ValidationError) -> str:
+    parts = []
+    for err in e.errors():
+        loc = ".".join(str(x) for x in err["loc"]) or "job"
+        msg = err["msg"].removeprefix("Value error, ")
+        parts.append(f"{source}: field '{loc}': {msg}")
+    return "; ".join(parts)
+
+
+def parse_job_spec(
+    raw: Mapping[str, Any],
+    source: str = "job",
+    known_gpu_types: Iterable[str] | None = None,
+    known_job_types: Iterable[str] | None = None,
+    known_curves: Iterable[str] | None = None,
+) -> JobSpec:
+    """Validate one job (a YAML entry or an SDK dict) and build its :class:`JobSpec`."""
+    if not isinstance(raw, Mapping):
+        raise InputError(f"{source}: a job must be a mapping of fields, got {type(raw).__name__}")
+    try:
+        j = _JobInput.model_validate(dict(raw))
+    except ValidationError as e:
+        raise InputError(_format_error(source, e)) from None
+    if known_gpu_types is not None and j.throughput is not None:
+        known = {g.lower() for g in known_gpu_types}
+        unknown = sorted(set(j.throughput) - known)
+        if unknown:
+            raise InputError(
+                f"{source}: field 'throughput': unknown GPU type(s) {unknown}; "
+                f"the cluster has {sorted(known)}"
+            )
+    if known_job_types is not None and j.job_type is not None and j.job_type not in set(
+        known_job_types
+    ):
+        raise InputError(f"{source}: field 'job_type': unknown job type {j.job_type!r}")
+    if known_curves is not None and j.scaling not in set(known_curves):
+        raise InputError(
+            f"{source}: field 'scaling': unknown curve {j.scaling!r}; known: {sorted(known_curves)}"
+        )
+    lo = j.workers or j.min_workers or 1
+    hi = j.workers or j.max_workers or lo
+    return JobSpec(
+        name=j.name,
+        total_steps=j.total_steps,
+        min_workers=lo,
+        max_workers=hi,
+        user=j.user,
+        priority_weight=j.priority_weight,
+        job_type=j.job_type,
+        throughput=j.throughput,
+        scaling=j.scaling,
+        slo_s=j.slo_s,
+        arrival_s=j.arrival_s,
+        entrypoint=j.entrypoint,
+        config=dict(j.config),
+    )
+
+
+def parse_job_list(text: str, source: str, **known: Any) -> list[JobSpec]:
+    """Parse a YAML job list (``jobs: [...]``) or a single job mapping."""
+    try:
+        doc = yaml.safe_load(text)
+    except yaml.YAMLError as e:
+        mark = getattr(e, "problem_mark", None)
+        where = f"line {mark.line + 1}: " if mark is not None else ""
+        raise InputError(f"{source}: {where}malformed YAML: {getattr(e, 'problem', e)}") from None
+    if isinstance(doc, Mapping) and "jobs" in doc:
+        entries = doc["jobs"]
+        if not isinstance(entries, list):
+            raise InputError(f"{source}: field 'jobs': must be a list of jobs")
+    elif isinstance(doc, Mapping):
+        entries = [doc]
+    else:
+        raise InputError(f"{source}: expected a mapping with a 'jobs' list")
+    specs = [parse_job_spec(e, f"{source}: jobs[{i}]", **known) for i, e in enumerate(entries)]
+    names = [s.name for s in specs]
+    dup = sorted({n for n in names if names.count(n) > 1})
+    if dup:
+        raise InputError(f"{source}: field 'name': duplicate job name(s) {dup}")
+    return specs
+
+
+def load_job_file(path: str | Path, **known: Any) -> list[JobSpec]:
+    p = Path(path)
+    try:
+        text = p.read_text()
+    except OSError as e:
+        raise InputError(f"{p}: cannot read job file: {e.strerror}") from None
+    return parse_job_list(text, str(p), **known)
+
+
+_CLUSTER_ITEM = re.compile(r"^\s*([A-Za-z][\w-]*)\s*=\s*(\d+)\s*$")
+
+
+def parse_cluster(
+    spec: str, gpus_per_node: int = 1, pool: str = "training", prefix: str = ""
+) -> list[Node]:
+    """Parse ``v100=8,p100=16`` into nodes of ``gpus_per_node`` GPUs each.
+
+    A count that does not divide evenly leaves a smaller last node, as a real cluster
+    with a partly filled server would.
+    """
+    if gpus_per_node < 1:
+        raise InputError(f"--gpus-per-node: must be >= 1, got {gpus_per_node}")
+    nodes: list[Node] = []
+    seen: set[str] = set()
+    for item in spec.split(","):
+        m = _CLUSTER_ITEM.match(item)
+        if not m:
+            raise InputError(
+                f"cluster spec {spec!r}: item {item.strip()!r} is not TYPE=COUNT (e.g. v100=8)"
+            )
+        gpu, count = m.group(1).lower(), int(m.group(2))
+        if gpu in seen:
+            raise InputError(f"cluster spec {spec!r}: GPU type {gpu!r} given twice")
+        seen.add(gpu)
+        if count < 1:
+            raise InputError(f"cluster spec {spec!r}: GPU type {gpu!r}: count must be >= 1")
+        left, i = count, 0
+        while left > 0:
+            n = min(gpus_per_node, left)
+            nodes.append(Node(f"{prefix}{gpu}-{i}", gpu, n, pool))  # type: ignore[arg-type]
+            left -= n
+            i += 1
+    return nodes

@@ -1,0 +1,128 @@
+"""The core's mutable per-job record and its (JSON-safe) serialisation.
+
+Only :class:`lyra_ray.core.SchedulerCore` mutates these. They serialise to plain dicts so
+that the live runtime can persist the core after every change and a restarted scheduler
+resumes with nothing lost.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from lyra_ray.model import Assignment, GpuType, JobId, JobSpec, JobStatus, JobView
+
+
+@dataclass(slots=True)
+class JobState:
+    id: JobId
+    spec: JobSpec
+    arrival_s: float
+    status: JobStatus = JobStatus.QUEUED
+    steps_done: float = 0.0
+    attained_service_s: float = 0.0
+    time_received_s: dict[GpuType, float] = field(default_factory=dict)
+    first_start_s: float | None = None
+    finish_s: float | None = None
+    num_preemptions: int = 0
+    num_resizes: int = 0
+    reclaim_preemptions: int = 0
+    current: Assignment | None = None
+    throughput: dict[GpuType, float] = field(default_factory=dict)
+    _view: JobView | None = None
+    _view_key: tuple[object, ...] = ()
+
+    def view(self) -> JobView:
+        """A frozen view for policies, rebuilt only when something in it changed.
+
+        Queued jobs dominate a busy cluster and do not change between cycles, so the cache
+        saves most of the snapshot cost.
+        """
+        key = (self.status, self.steps_done, self.attained_service_s, self.current,
+               self.num_preemptions, self.first_start_s, id(self.throughput))
+        if self._view is not None and key == self._view_key:
+            return self._view
+        self._view_key = key
+        self._view = JobView(
+            id=self.id,
+            spec=self.spec,
+            arrival_s=self.arrival_s,
+            status=self.status,
+            steps_done=self.steps_done,
+            attained_service_s=self.attained_service_s,
+            time_received_s=dict(self.time_received_s),
+            throughput=self.throughput,
+            current=self.current,
+            first_start_s=self.first_start_s,
+            num_preemptions=self.num_preemptions,
+        )
+        return self._view
+
+
+def spec_to_dict(spec: JobSpec) -> dict[str, Any]:
+    d = asdict(spec)
+    d["throughput"] = dict(spec.throughput) if spec.throughput is not None else None
+    d["config"] = dict(spec.config)
+    return d
+
+
+def spec_from_dict(d: dict[str, Any]) -> JobSpec:
+    return JobSpec(**d)
+
+
+def assignment_to_dict(a: Assignment | None) -> dict[str, Any] | None:
+    if a is None:
+        return None
+    return {
+        "gpu_type": a.gpu_type,
+        "workers": a.workers,
+        "nodes": [list(n) for n in a.nodes],
+        "partner": a.partner,
+    }
+
+
+def assignment_from_dict(d: dict[str, Any] | None) -> Assignment | None:
+    if d is None:
+        return None
+    return Assignment(
+        gpu_type=d["gpu_type"],
+        workers=int(d["workers"]),
+        nodes=tuple((str(n), int(g)) for n, g in d["nodes"]),
+        partner=d.get("partner"),
+    )
+
+
+def job_to_dict(j: JobState) -> dict[str, Any]:
+    return {
+        "id": j.id,
+        "spec": spec_to_dict(j.spec),
+        "arrival_s": j.arrival_s,
+        "status": j.status.value,
+        "steps_done": j.steps_done,
+        "attained_service_s": j.attained_service_s,
+        "time_received_s": dict(j.time_received_s),
+        "first_start_s": j.first_start_s,
+        "finish_s": j.finish_s,
+        "num_preemptions": j.num_preemptions,
+        "num_resizes": j.num_resizes,
+        "reclaim_preemptions": j.reclaim_preemptions,
+        "current": assignment_to_dict(j.current),
+    }
+
+
+def job_from_dict(d: dict[str, Any]) -> JobState:
+    return JobState(
+        id=d["id"],
+        spec=spec_from_dict(d["spec"]),
+        arrival_s=d["arrival_s"],
+        status=JobStatus(d["status"]),
+        steps_done=d["steps_done"],
+        attained_service_s=d["attained_service_s"],
+        time_received_s=dict(d["time_received_s"]),
+        first_start_s=d["first_start_s"],
+        finish_s=d["finish_s"],
+        num_preemptions=d["num_preemptions"],
+        num_resizes=d["num_resizes"],
+        reclaim_preemptions=d.get("reclaim_preemptions", 0),
+        current=assignment_from_dict(d["current"]),
+    )

@@ -1,0 +1,153 @@
+"""Throughput models: steps/s of a job on a GPU type with a worker count (and a partner).
+
+Two sources feed the same interface (:class:`lyra_ray.model.ThroughputModel`):
+
+* a job spec's own ``throughput`` (steps/s per worker per GPU type) times its scaling curve;
+* a catalogue of measured steps/s per (job type, scale factor, GPU type), Gavel's format,
+  including co-located pairs for space sharing.
+
+The live runtime wraps either in :class:`MeasuredThroughputs` so that throughputs measured
+online replace the seeded ones for every policy at once.
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+from collections.abc import Mapping
+from pathlib import Path
+
+from lyra_ray import scaling
+from lyra_ray.model import GpuType, JobSpec, ThroughputModel
+
+TypeKey = tuple[str, int]
+
+
+class CatalogueThroughputs(ThroughputModel):
+    """Measured steps/s per ``(job_type, scale_factor)`` and GPU type, plus pairs.
+
+    ``alone[(type, sf)][gpu]`` is the job's steps/s alone; ``pairs[(type, sf)][gpu][(other,
+    sf2)]`` is ``(this, other)`` steps/s when sharing. A spec without ``job_type`` falls back
+    to its own per-worker ``throughput``; a job type measured only at scale factor 1 is
+    scaled by the spec's scaling curve.
+    """
+
+    def __init__(
+        self,
+        alone: Mapping[TypeKey, Mapping[GpuType, float]],
+        pairs: Mapping[TypeKey, Mapping[GpuType, Mapping[TypeKey, tuple[float, float]]]]
+        | None = None,
+    ) -> None:
+        self.alone = {k: dict(v) for k, v in alone.items()}
+        self.pairs = pairs or {}
+        self.job_types = frozenset(k[0] for k in self.alone)
+
+    def gpu_types(self) -> set[GpuType]:
+        return {g for v in self.alone.values() for g in v}
+
+    def throughput(self, spec: JobSpec, gpu_type: GpuType, workers: int) -> float:
+        if spec.job_type is None:
+            if spec.throughput is None:
+                return 0.0
+            return spec.throughput.get(gpu_type, 0.0) * scaling.speedup(spec.scaling, workers)
+        exact = self.alone.get((spec.job_type, workers))
+        if exact is not None:
+            return exact.get(gpu_type, 0.0)
+        one = self.alone.get((spec.job_type, 1))
+        if one is None:
+            return 0.0
+        return one.get(gpu_type, 0.0) * scaling.speedup(spec.scaling, workers)
+
+    def pair_throughput(
+        self, a: JobSpec, b: JobSpec, gpu_type: GpuType
+    ) -> tuple[float, float] | None:
+        if a.job_type is None or b.job_type is None:
+            return None
+        row = self.pairs.get((a.job_type, a.min_workers), {}).get(gpu_type, {})
+        val = row.get((b.job_type, b.min_workers))
+        if val is None or (val[0] <= 0.0 and val[1] <= 0.0):
+            return None
+        return val
+
+
+class SpecThroughputs(CatalogueThroughputs):
+    """Only the specs' own throughputs (no catalogue): YAML job lists, Philly traces."""
+
+    def __init__(self) -> None:
+        super().__init__({})
+
+
+def _parse_key(raw: str) -> TypeKey:
+    model, sf = ast.literal_eval(raw)
+    return str(model), int(sf)
+
+
+def load_gavel_throughputs(path: str | Path) -> CatalogueThroughputs:
+    """Read Gavel's throughput JSON (``simulation_throughputs.json`` and friends).
+
+    Keys are ``str((model, scale_factor))``; under each, ``"null"`` is the job alone and
+    any other key a co-located partner mapping to ``[this, partner]``. The
+    ``*_unconsolidated`` GPU types are measurements of spread-out placements that Gavel's
+    simulator does not use; they are skipped.
+    """
+    from lyra_ray.errors import InputError
+
+    p = Path(path)
+    try:
+        raw = json.loads(p.read_text())
+    except OSError as e:
+        raise InputError(f"{p}: cannot read throughputs file: {e.strerror}") from e
+    except json.JSONDecodeError as e:
+        raise InputError(f"{p}: line {e.lineno}: not valid JSON: {e.msg}") from e
+    alone: dict[TypeKey, dict[GpuType, float]] = {}
+    pairs: dict[TypeKey, dict[GpuType, dict[TypeKey, tuple[float, float]]]] = {}
+    for gpu, table in raw.items():
+        if gpu.endswith("_unconsolidated"):
+            continue
+        for key, entry in table.items():
+            try:
+                tk = _parse_key(key)
+            except (ValueError, SyntaxError, TypeError) as e:
+                raise InputError(f"{p}: GPU type {gpu!r}: malformed job key {key!r}") from e
+            alone.setdefault(tk, {})[gpu] = float(entry["null"])
+            prow = pairs.setdefault(tk, {}).setdefault(gpu, {})
+            for other, val in entry.items():
+                if other != "null":
+                    prow[_parse_key(other)] = (float(val[0]), float(val[1]))
+    return CatalogueThroughputs(alone, pairs)
+
+
+def catalogue_throughputs() -> CatalogueThroughputs:
+    """The workload catalogue the project ships (see :mod:`jobs.catalogue`)."""
+    from jobs.catalogue import CATALOGUE
+
+    return CatalogueThroughputs({(name, 1): dict(t) for name, t in CATALOGUE.items()})
+
+
+class MeasuredThroughputs(ThroughputModel):
+    """A seed model overlaid with throughputs measured online (per job name and GPU type).
+
+    The live runtime reports steps/s per worker; those replace the seeded values for
+    that job, scaled by the job's own curve, so later decisions use what was seen.
+    """
+
+    def __init__(self, seed: ThroughputModel) -> None:
+        self.seed = seed
+        self.measured: dict[tuple[str, GpuType], float] = {}
+
+    def observe(self, spec: JobSpec, gpu_type: GpuType, workers: int, steps_per_s: float) -> None:
+        if workers > 0 and steps_per_s > 0:
+            self.measured[(spec.name, gpu_type)] = steps_per_s / scaling.speedup(
+                spec.scaling, workers
+            )
+
+    def throughput(self, spec: JobSpec, gpu_type: GpuType, workers: int) -> float:
+        per_worker = self.measured.get((spec.name, gpu_type))
+        if per_worker is None:
+            return self.seed.throughput(spec, gpu_type, workers)
+        return per_worker * scaling.speedup(spec.scaling, workers)
+
+    def pair_throughput(
+        self, a: JobSpec, b: JobSpec, gpu_type: GpuType
+    ) -> tuple[float, float] | None:
+        return self.seed.pair_throughput(a, b, gpu_type)

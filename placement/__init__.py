@@ -1,0 +1,1 @@
+"""Placement: from per-job (GPU type, workers) to concrete nodes."""

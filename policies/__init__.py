@@ -1,0 +1,1 @@
+"""Allocation policies. Every policy implements :class:`policies.base.Policy`."""

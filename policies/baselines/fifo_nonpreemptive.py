@@ -1,0 +1,41 @@
+"""Heterogeneity-agnostic, non-preemptive FIFO: the simplest policy that proves the loop.
+
+Jobs are considered in arrival order; each takes the first GPU type (largest pool first,
+then by name — throughput is never looked at) with enough free GPUs for its minimum
+size, and keeps them until it finishes. A job that does not fit is skipped, not waited
+for (first-fit), so one large job does not idle the whole cluster. Elastic jobs run at
+their minimum. Gavel's round-based ``fifo`` lives in :mod:`policies.gavel`.
+"""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+from lyra_ray.model import Allocation, ClusterSnapshot, GpuType, JobId
+from policies.base import register
+
+
+@register
+class FifoNonPreemptive:
+    name: ClassVar[str] = "fifo_nonpreemptive"
+
+    def allocate(self, snap: ClusterSnapshot) -> Allocation:
+        capacity = snap.gpus_by_type()
+        order = sorted(capacity, key=lambda g: (-capacity[g], g))
+        free = dict(capacity)
+        out: dict[JobId, tuple[GpuType, int]] = {}
+        jobs = sorted(snap.active_jobs, key=lambda j: (j.arrival_s, j.id))
+        for j in jobs:  # running jobs keep what they have
+            if j.current is not None and free.get(j.current.gpu_type, 0) >= j.current.workers:
+                out[j.id] = (j.current.gpu_type, j.current.workers)
+                free[j.current.gpu_type] -= j.current.workers
+        for j in jobs:
+            if j.id in out:
+                continue
+            need = j.spec.min_workers
+            for g in order:
+                if free[g] >= need and snap.throughput(j, g) > 0:
+                    out[j.id] = (g, need)
+                    free[g] -= need
+                    break
+        return Allocation(workers=out)
