@@ -47,18 +47,29 @@ def main() -> int:
         t0 = time.perf_counter()
         res = Simulator(nodes, get_policy(name), model, round_s=360).run(specs, (1000, 1499))
         wall = time.perf_counter() - t0
-        entry = {"wall_s": wall, "core_steps": res.events, "steps_per_s": res.events / wall,
-                 "completed_jobs": res.summary["completed_jobs"],
-                 "avg_jct_window_1000_1499_s": res.summary["avg_jct_s"]}
+        entry = {
+            "wall_s": wall,
+            "core_steps": res.events,
+            "steps_per_s": res.events / wall,
+            "completed_jobs": res.summary["completed_jobs"],
+            "avg_jct_window_1000_1499_s": res.summary["avg_jct_s"],
+        }
         if name in GAVEL_SECONDS:
             entry["gavel_wall_s"] = GAVEL_SECONDS[name]
             entry["speedup_vs_gavel"] = GAVEL_SECONDS[name] / wall
         results[name] = entry
-        print(f"{name}: {wall:.2f} s, {res.events} core steps, "
-              f"avg JCT (1000-1499) {res.summary['avg_jct_s']}")
+        print(
+            f"{name}: {wall:.2f} s, {res.events} core steps, "
+            f"avg JCT (1000-1499) {res.summary['avg_jct_s']}"
+        )
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)
-    Path(args.out).write_text(json.dumps({"trace": TRACE.name, "cluster": "v100=36,p100=36,k80=36",
-                                          "results": results}, indent=1, sort_keys=True))
+    Path(args.out).write_text(
+        json.dumps(
+            {"trace": TRACE.name, "cluster": "v100=36,p100=36,k80=36", "results": results},
+            indent=1,
+            sort_keys=True,
+        )
+    )
     return 0
 
 

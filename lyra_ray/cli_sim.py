@@ -17,18 +17,24 @@ FORMATS = ("gavel", "philly", "yaml")
 
 
 def register(sub: Any) -> None:
-    p = sub.add_parser("simulate", help="simulate a trace with a policy",
-                       description=__doc__)
+    p = sub.add_parser("simulate", help="simulate a trace with a policy", description=__doc__)
     p.add_argument("--trace", required=True, help="trace file")
     p.add_argument("--format", choices=FORMATS, help="trace format (default: by extension)")
-    p.add_argument("--cluster", default="v100=8,p100=16,k80=24",
-                   help="training GPUs per type, e.g. v100=8,p100=16,k80=24")
+    p.add_argument(
+        "--cluster",
+        default="v100=8,p100=16,k80=24",
+        help="training GPUs per type, e.g. v100=8,p100=16,k80=24",
+    )
     p.add_argument("--gpus-per-node", type=int, default=1, help="GPUs per server (default 1)")
     p.add_argument("--policy", default="fifo_nonpreemptive", help="policy name or module:Class")
     p.add_argument("--round-seconds", type=float, default=360.0, help="round length (s)")
     p.add_argument("--seed", type=int, default=0, help="seed for synthetic choices")
-    p.add_argument("--resize-overhead", type=float, default=0.0,
-                   help="checkpoint/restore seconds per preemption-resume or resize")
+    p.add_argument(
+        "--resize-overhead",
+        type=float,
+        default=0.0,
+        help="checkpoint/restore seconds per preemption-resume or resize",
+    )
     p.add_argument("--jct-window", help="FIRST:LAST job indices to average over")
     p.add_argument("--throughputs", help="Gavel-format throughput JSON (gavel traces)")
     p.add_argument("--max-jobs", type=int, help="use only the first N jobs of the trace")
@@ -62,14 +68,17 @@ def parse_window(raw: str | None) -> tuple[int, int] | None:
     return a, b
 
 
-def load_workload(args: argparse.Namespace, nodes: list[Node]) -> tuple[list[JobSpec], ThroughputModel]:
+def load_workload(
+    args: argparse.Namespace, nodes: list[Node]
+) -> tuple[list[JobSpec], ThroughputModel]:
     """Read the trace and the matching throughput model; check every job can ever run."""
     from lyra_ray import scaling
     from lyra_ray.sim import traces
     from lyra_ray.throughput import catalogue_throughputs, load_gavel_throughputs
 
     fmt = args.format or {".trace": "gavel", ".csv": "philly", ".yaml": "yaml", ".yml": "yaml"}.get(
-        Path(args.trace).suffix)
+        Path(args.trace).suffix
+    )
     if fmt is None:
         raise InputError(f"--format: cannot tell the format of {args.trace!r}; give --format")
     gpu_types = {n.gpu_type for n in nodes}
@@ -85,12 +94,19 @@ def load_workload(args: argparse.Namespace, nodes: list[Node]) -> tuple[list[Job
     if fmt == "gavel":
         specs = traces.read_gavel_trace(args.trace, known_job_types=job_types)
     elif fmt == "philly":
-        specs = traces.read_philly_csv(args.trace, seed=args.seed, max_jobs=args.max_jobs,
-                                       max_gpus=max(_by_type(nodes).values()))
+        specs = traces.read_philly_csv(
+            args.trace,
+            seed=args.seed,
+            max_jobs=args.max_jobs,
+            max_gpus=max(_by_type(nodes).values()),
+        )
     else:
-        specs = traces.read_yaml_jobs(args.trace, known_gpu_types=gpu_types,
-                                      known_job_types=job_types,
-                                      known_curves=scaling.known_curves())
+        specs = traces.read_yaml_jobs(
+            args.trace,
+            known_gpu_types=gpu_types,
+            known_job_types=job_types,
+            known_curves=scaling.known_curves(),
+        )
     if args.max_jobs is not None:
         specs = specs[: args.max_jobs]
     _check_feasible(specs, nodes, model, args.trace)
@@ -104,12 +120,16 @@ def _by_type(nodes: list[Node]) -> dict[str, int]:
     return out
 
 
-def _check_feasible(specs: list[JobSpec], nodes: list[Node], model: ThroughputModel,
-                    source: str) -> None:
+def _check_feasible(
+    specs: list[JobSpec], nodes: list[Node], model: ThroughputModel, source: str
+) -> None:
     cap = _by_type(nodes)
     for s in specs:
-        ok = [g for g, c in cap.items() if c >= s.min_workers and
-              model.throughput(s, g, s.min_workers) > 0]
+        ok = [
+            g
+            for g, c in cap.items()
+            if c >= s.min_workers and model.throughput(s, g, s.min_workers) > 0
+        ]
         if not ok:
             raise InputError(
                 f"{source}: job {s.name!r}: field 'min_workers': needs {s.min_workers} GPUs of "
@@ -134,18 +154,31 @@ def run_simulate(args: argparse.Namespace) -> int:
         policy = get_policy(args.policy)
     except PolicyError as e:
         raise InputError(f"--policy: {e}") from None
-    sim = Simulator(nodes, policy, model, round_s=args.round_seconds,
-                    resize_overhead_s=args.resize_overhead)
+    sim = Simulator(
+        nodes, policy, model, round_s=args.round_seconds, resize_overhead_s=args.resize_overhead
+    )
     console = Console(stderr=True)
-    with Progress("[progress.description]{task.description}", BarColumn(), MofNCompleteColumn(),
-                  TimeElapsedColumn(), console=console, transient=True,
-                  disable=args.quiet) as bar:
+    with Progress(
+        "[progress.description]{task.description}",
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        console=console,
+        transient=True,
+        disable=args.quiet,
+    ) as bar:
         task = bar.add_task(f"simulating {len(specs)} jobs", total=len(specs))
         result = sim.run(specs, window, progress=lambda d, _t: bar.update(task, completed=d))
-    meta = {"trace": str(args.trace), "policy": args.policy, "cluster": args.cluster,
-            "gpus_per_node": args.gpus_per_node, "round_s": args.round_seconds,
-            "seed": args.seed, "resize_overhead_s": args.resize_overhead,
-            "jct_window": args.jct_window}
+    meta = {
+        "trace": str(args.trace),
+        "policy": args.policy,
+        "cluster": args.cluster,
+        "gpus_per_node": args.gpus_per_node,
+        "round_s": args.round_seconds,
+        "seed": args.seed,
+        "resize_overhead_s": args.resize_overhead,
+        "jct_window": args.jct_window,
+    }
     if not args.quiet:
         render_table(result.summary, f"{args.policy} on {Path(args.trace).name}", Console())
     if args.json_out:

@@ -48,7 +48,7 @@ class RoundMechanismLike(Protocol):
 def _default_rounds() -> RoundMechanismLike:
     from lyra_ray.rounds import RoundMechanism
 
-    return RoundMechanism()  # type: ignore[no-any-return]
+    return RoundMechanism()
 
 
 class SchedulerCore:
@@ -176,10 +176,9 @@ class SchedulerCore:
                 self._dirty = True
             elif isinstance(ev, m.NodeDown):
                 self._node_down(ev.node_id)
-            elif isinstance(ev, m.ServingDemand):
-                if ev.servers != self.serving_demand:
-                    self.serving_demand = ev.servers
-                    self._dirty = True
+            elif isinstance(ev, m.ServingDemand) and ev.servers != self.serving_demand:
+                self.serving_demand = ev.servers
+                self._dirty = True
         return tick
 
     def _observe(self, j: JobState, steps_per_s: float | None) -> None:
@@ -218,8 +217,13 @@ class SchedulerCore:
 
     def _with_lent(self, snap: ClusterSnapshot, lent: frozenset[NodeId]) -> ClusterSnapshot:
         return ClusterSnapshot(
-            snap.now, snap.nodes, snap.jobs, snap.throughput_model, snap.round_s,
-            snap.serving_demand, lent,
+            snap.now,
+            snap.nodes,
+            snap.jobs,
+            snap.throughput_model,
+            snap.round_s,
+            snap.serving_demand,
+            lent,
         )
 
     def _desired(
@@ -227,11 +231,7 @@ class SchedulerCore:
     ) -> dict[JobId, Assignment]:
         alloc = self.allocation
         active = {j.id for j in snap.jobs}
-        out = {
-            j: Assignment(g, n)
-            for j, (g, n) in alloc.workers.items()
-            if j in active and n > 0
-        }
+        out = {j: Assignment(g, n) for j, (g, n) in alloc.workers.items() if j in active and n > 0}
         if alloc.fractions:
             if tick:
                 out.update(self.rounds.assign(snap, alloc, previous))

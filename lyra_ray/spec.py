@@ -104,8 +104,10 @@ def parse_job_spec(
                 f"{source}: field 'throughput': unknown GPU type(s) {unknown}; "
                 f"the cluster has {sorted(known)}"
             )
-    if known_job_types is not None and j.job_type is not None and j.job_type not in set(
-        known_job_types
+    if (
+        known_job_types is not None
+        and j.job_type is not None
+        and j.job_type not in set(known_job_types)
     ):
         raise InputError(f"{source}: field 'job_type': unknown job type {j.job_type!r}")
     if known_curves is not None and j.scaling not in set(known_curves):

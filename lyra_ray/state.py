@@ -38,8 +38,15 @@ class JobState:
         Queued jobs dominate a busy cluster and do not change between cycles, so the cache
         saves most of the snapshot cost.
         """
-        key = (self.status, self.steps_done, self.attained_service_s, self.current,
-               self.num_preemptions, self.first_start_s, id(self.throughput))
+        key = (
+            self.status,
+            self.steps_done,
+            self.attained_service_s,
+            self.current,
+            self.num_preemptions,
+            self.first_start_s,
+            id(self.throughput),
+        )
         if self._view is not None and key == self._view_key:
             return self._view
         self._view_key = key

@@ -17,11 +17,7 @@ from lyra_ray.model import Assignment, ClusterSnapshot, JobId, NodeId
 
 def usable_capacity(snap: ClusterSnapshot) -> dict[NodeId, int]:
     """GPUs training may use on each node: the training pool plus lent inference nodes."""
-    return {
-        n.id: n.num_gpus
-        for n in snap.nodes
-        if n.pool == "training" or n.id in snap.lent_nodes
-    }
+    return {n.id: n.num_gpus for n in snap.nodes if n.pool == "training" or n.id in snap.lent_nodes}
 
 
 class ConsolidatingPlacer:
@@ -92,8 +88,14 @@ class ConsolidatingPlacer:
         grow = [j for j in placed if sum(g for _, g in placed[j].nodes) < placed[j].workers]
         for j in grow:
             a = placed[j]
-            extra = self._fill(a.workers - sum(g for _, g in a.nodes), a.gpu_type, free,
-                               node_type, preferred.get(j, ()), prefer_used=dict(a.nodes))
+            extra = self._fill(
+                a.workers - sum(g for _, g in a.nodes),
+                a.gpu_type,
+                free,
+                node_type,
+                preferred.get(j, ()),
+                prefer_used=dict(a.nodes),
+            )
             if extra is None:  # cannot grow: keep only what it had, at its old size
                 prev = previous[j]
                 for n, g in a.nodes:
@@ -115,8 +117,9 @@ class ConsolidatingPlacer:
             want = desired[j]
             nodes = self._fill(want.workers, want.gpu_type, free, node_type, preferred.get(j, ()))
             if nodes is not None:
-                placed[j] = Assignment(want.gpu_type, want.workers, tuple(sorted(nodes)),
-                                       want.partner)
+                placed[j] = Assignment(
+                    want.gpu_type, want.workers, tuple(sorted(nodes)), want.partner
+                )
 
         for j in sorted(riders):
             want = desired[j]

@@ -6,11 +6,24 @@ from lyra_ray.core import SchedulerCore
 from lyra_ray.model import JobSpec, JobStatus, Node
 
 
-def job(name: str, steps: float = 100.0, workers: int = 1, max_workers: int | None = None,
-        arrival: float = 0.0, tput: dict[str, float] | None = None, **kw: object) -> JobSpec:
-    return JobSpec(name=name, total_steps=steps, min_workers=workers,
-                   max_workers=max_workers or workers, arrival_s=arrival,
-                   throughput=tput or {"v100": 1.0}, **kw)  # type: ignore[arg-type]
+def job(
+    name: str,
+    steps: float = 100.0,
+    workers: int = 1,
+    max_workers: int | None = None,
+    arrival: float = 0.0,
+    tput: dict[str, float] | None = None,
+    **kw: object,
+) -> JobSpec:
+    return JobSpec(
+        name=name,
+        total_steps=steps,
+        min_workers=workers,
+        max_workers=max_workers or workers,
+        arrival_s=arrival,
+        throughput=tput or {"v100": 1.0},
+        **kw,
+    )  # type: ignore[arg-type]
 
 
 def cluster(**types: int) -> list[Node]:

@@ -103,26 +103,30 @@ def job_records(core: SchedulerCore, order: list[str]) -> list[dict[str, Any]]:
     out = []
     for idx, jid in enumerate(order):
         j = core.jobs[jid]
-        jct = None if j.finish_s is None or j.status is not JobStatus.FINISHED else (
-            j.finish_s - j.arrival_s
+        jct = (
+            None
+            if j.finish_s is None or j.status is not JobStatus.FINISHED
+            else (j.finish_s - j.arrival_s)
         )
         queue = None if j.first_start_s is None else j.first_start_s - j.arrival_s
-        out.append({
-            "index": idx,
-            "id": jid,
-            "name": j.spec.name,
-            "status": j.status.value,
-            "arrival_s": j.arrival_s,
-            "first_start_s": j.first_start_s,
-            "finish_s": j.finish_s,
-            "jct_s": jct,
-            "queue_s": queue,
-            "preemptions": j.num_preemptions,
-            "resizes": j.num_resizes,
-            "reclaim_preemptions": j.reclaim_preemptions,
-            "steps_done": j.steps_done,
-            "total_steps": j.spec.total_steps,
-        })
+        out.append(
+            {
+                "index": idx,
+                "id": jid,
+                "name": j.spec.name,
+                "status": j.status.value,
+                "arrival_s": j.arrival_s,
+                "first_start_s": j.first_start_s,
+                "finish_s": j.finish_s,
+                "jct_s": jct,
+                "queue_s": queue,
+                "preemptions": j.num_preemptions,
+                "resizes": j.num_resizes,
+                "reclaim_preemptions": j.reclaim_preemptions,
+                "steps_done": j.steps_done,
+                "total_steps": j.spec.total_steps,
+            }
+        )
     return out
 
 
@@ -130,9 +134,9 @@ def summarise(
     records: list[dict[str, Any]], window: tuple[int, int] | None = None
 ) -> dict[str, Any]:
     """Averages over finished jobs, optionally only over job indices ``first..last``."""
-    sel = records if window is None else [
-        r for r in records if window[0] <= r["index"] <= window[1]
-    ]
+    sel = (
+        records if window is None else [r for r in records if window[0] <= r["index"] <= window[1]]
+    )
     jcts = [r["jct_s"] for r in sel if r["jct_s"] is not None]
     queues = [r["queue_s"] for r in sel if r["queue_s"] is not None]
     finishes = [r["finish_s"] for r in records if r["finish_s"] is not None]

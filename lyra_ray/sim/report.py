@@ -80,10 +80,16 @@ def write_plots(result: SimResult, out_dir: str | Path) -> list[Path]:
     rec = result.recorder
     fig, ax = plt.subplots(figsize=(7, 4))
     if rec.training_gpus:
-        ax.step(t, [x.busy_training / rec.training_gpus for x in s], where="post",
-                label="training pool")
-    ax.step(t, [(x.busy_training + x.busy_lent + x.serving) / rec.total_gpus for x in s],
-            where="post", label="whole cluster", alpha=0.8)
+        ax.step(
+            t, [x.busy_training / rec.training_gpus for x in s], where="post", label="training pool"
+        )
+    ax.step(
+        t,
+        [(x.busy_training + x.busy_lent + x.serving) / rec.total_gpus for x in s],
+        where="post",
+        label="whole cluster",
+        alpha=0.8,
+    )
     ax.set_xlabel("time (hours)")
     ax.set_ylabel("GPUs busy (fraction)")
     ax.set_ylim(0, 1.05)

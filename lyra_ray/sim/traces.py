@@ -24,8 +24,16 @@ from lyra_ray.model import JobSpec
 from lyra_ray.spec import load_job_file
 
 GAVEL_FIELDS = (
-    "job_type", "command", "working_directory", "num_steps_arg", "needs_data_dir",
-    "total_steps", "scale_factor", "priority_weight", "SLO", "arrival_time",
+    "job_type",
+    "command",
+    "working_directory",
+    "num_steps_arg",
+    "needs_data_dir",
+    "total_steps",
+    "scale_factor",
+    "priority_weight",
+    "SLO",
+    "arrival_time",
 )
 PHILLY_REFERENCE_GPU = "v100"
 
@@ -38,7 +46,9 @@ def _num(path: Path, line: int, field: str, raw: str, kind: type = float) -> flo
     return v
 
 
-def read_gavel_trace(path: str | Path, known_job_types: Iterable[str] | None = None) -> list[JobSpec]:
+def read_gavel_trace(
+    path: str | Path, known_job_types: Iterable[str] | None = None
+) -> list[JobSpec]:
     p = Path(path)
     known = set(known_job_types) if known_job_types is not None else None
     specs: list[JobSpec] = []
@@ -64,16 +74,25 @@ def read_gavel_trace(path: str | Path, known_job_types: Iterable[str] | None = N
         slo = _num(p, ln, "SLO", f[8])
         arrival = _num(p, ln, "arrival_time", f[9])
         for name, v, ok in (
-            ("total_steps", steps, steps > 0), ("scale_factor", sf, sf >= 1),
-            ("priority_weight", weight, weight > 0), ("arrival_time", arrival, arrival >= 0),
+            ("total_steps", steps, steps > 0),
+            ("scale_factor", sf, sf >= 1),
+            ("priority_weight", weight, weight > 0),
+            ("arrival_time", arrival, arrival >= 0),
         ):
             if not ok:
                 raise InputError(f"{p}:{ln}: field '{name}': out of range: {v}")
-        specs.append(JobSpec(
-            name=str(len(specs)), total_steps=steps, min_workers=sf, max_workers=sf,
-            priority_weight=weight, job_type=job_type, slo_s=slo if slo > 0 else None,
-            arrival_s=arrival,
-        ))
+        specs.append(
+            JobSpec(
+                name=str(len(specs)),
+                total_steps=steps,
+                min_workers=sf,
+                max_workers=sf,
+                priority_weight=weight,
+                job_type=job_type,
+                slo_s=slo if slo > 0 else None,
+                arrival_s=arrival,
+            )
+        )
     return sorted(specs, key=lambda s: s.arrival_s)
 
 
@@ -120,12 +139,19 @@ def read_philly_csv(
         jt = types[rng.randrange(len(types))]
         per_worker = CATALOGUE[jt]
         ref = per_worker.get(PHILLY_REFERENCE_GPU, max(per_worker.values()))
-        specs.append(JobSpec(
-            name=str(i), total_steps=dur * ref * gpus, min_workers=gpus, max_workers=gpus,
-            throughput=dict(per_worker), arrival_s=ts - t0, config={"job_type": jt},
-        ))
+        specs.append(
+            JobSpec(
+                name=str(i),
+                total_steps=dur * ref * gpus,
+                min_workers=gpus,
+                max_workers=gpus,
+                throughput=dict(per_worker),
+                arrival_s=ts - t0,
+                config={"job_type": jt},
+            )
+        )
     return specs
 
 
 def read_yaml_jobs(path: str | Path, **known: object) -> list[JobSpec]:
-    return sorted(load_job_file(path, **known), key=lambda s: s.arrival_s)  # type: ignore[arg-type]
+    return sorted(load_job_file(path, **known), key=lambda s: s.arrival_s)

@@ -27,8 +27,15 @@ def workloads(draw: st.DrawFn) -> tuple[list[m.Node], list[m.JobSpec]]:
         g = draw(st.sampled_from([g for g in GPU if cap[g]]))
         w = draw(st.integers(1, cap[g]))
         tput = {t: draw(st.floats(0.5, 4)) for t in GPU if cap[t] >= w} | {g: 1.0}
-        specs.append(job(f"j{i}", steps=draw(st.floats(1, 500)), workers=w,
-                         arrival=draw(st.floats(0, 300)), tput=tput))
+        specs.append(
+            job(
+                f"j{i}",
+                steps=draw(st.floats(1, 500)),
+                workers=w,
+                arrival=draw(st.floats(0, 300)),
+                tput=tput,
+            )
+        )
     return nodes, specs
 
 
@@ -60,8 +67,11 @@ def test_fifo_invariants_and_all_jobs_finish(w: tuple[list[m.Node], list[m.JobSp
 
 def test_state_round_trip_resumes_identically() -> None:
     nodes = [m.Node("v-0", "v100", 2), m.Node("k-0", "k80", 2)]
-    specs = [job("a", 100, 2, tput={"v100": 1, "k80": 0.5}), job("b", 50, 2, arrival=5,
-             tput={"v100": 1, "k80": 0.5}), job("c", 80, 2, arrival=6, tput={"k80": 1})]
+    specs = [
+        job("a", 100, 2, tput={"v100": 1, "k80": 0.5}),
+        job("b", 50, 2, arrival=5, tput={"v100": 1, "k80": 0.5}),
+        job("c", 80, 2, arrival=6, tput={"k80": 1}),
+    ]
     policy = get_policy("fifo_nonpreemptive")
     core = SchedulerCore(policy, SpecThroughputs())
     core.step(0.0, [m.NodeUp(n) for n in nodes] + [m.JobSubmitted("a", specs[0])])
@@ -90,8 +100,14 @@ def test_cancel_releases_and_time_cannot_go_back() -> None:
 
 def test_node_down_requeues_its_jobs_elsewhere() -> None:
     core = SchedulerCore(get_policy("fifo_nonpreemptive"), SpecThroughputs())
-    core.step(0.0, [m.NodeUp(m.Node("a", "v100", 1)), m.NodeUp(m.Node("b", "v100", 1)),
-                    m.JobSubmitted("j", job("j"))])
+    core.step(
+        0.0,
+        [
+            m.NodeUp(m.Node("a", "v100", 1)),
+            m.NodeUp(m.Node("b", "v100", 1)),
+            m.JobSubmitted("j", job("j")),
+        ],
+    )
     first = core.jobs["j"].current
     assert first is not None
     acts = core.step(1.0, [m.NodeDown(first.nodes[0][0])])

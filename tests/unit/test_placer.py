@@ -24,11 +24,13 @@ def test_spans_fewest_nodes_and_all_or_nothing() -> None:
 def test_unchanged_job_keeps_nodes_and_elastic_shrinks_lent_first() -> None:
     nodes = [*NODES, Node("t0", "v100", 1, "inference")]
     prev = {"j": Assignment("v100", 3, (("b", 2), ("t0", 1)))}
-    out = ConsolidatingPlacer().place({"j": Assignment("v100", 2)},
-                                      snap(nodes, frozenset({"t0"})), prev)
+    out = ConsolidatingPlacer().place(
+        {"j": Assignment("v100", 2)}, snap(nodes, frozenset({"t0"})), prev
+    )
     assert out["j"].nodes == (("b", 2),)
-    same = ConsolidatingPlacer().place({"j": Assignment("v100", 3)},
-                                       snap(nodes, frozenset({"t0"})), prev)
+    same = ConsolidatingPlacer().place(
+        {"j": Assignment("v100", 3)}, snap(nodes, frozenset({"t0"})), prev
+    )
     assert same["j"] == prev["j"]
 
 

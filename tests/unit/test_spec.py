@@ -6,7 +6,8 @@ from lyra_ray.spec import parse_cluster, parse_job_list, parse_job_spec
 
 def test_valid_elastic_and_fixed_jobs() -> None:
     specs = parse_job_list(
-        "jobs:\n - {name: A, total_steps: 300, min_workers: 2, max_workers: 6, throughput: {V100: 1}}\n"
+        "jobs:\n - {name: A, total_steps: 300, min_workers: 2, max_workers: 6,"
+        " throughput: {V100: 1}}\n"
         " - {name: B, total_steps: 10, workers: 4, job_type: resnet50}\n",
         "x.yaml",
     )
@@ -19,13 +20,23 @@ def test_valid_elastic_and_fixed_jobs() -> None:
     ("raw", "field"),
     [
         ({"name": "a", "total_steps": -1, "throughput": {"v100": 1}}, "total_steps"),
-        ({"name": "a", "total_steps": 1, "min_workers": 3, "max_workers": 2,
-          "throughput": {"v100": 1}}, "min_workers (3) > max_workers (2)"),
+        (
+            {
+                "name": "a",
+                "total_steps": 1,
+                "min_workers": 3,
+                "max_workers": 2,
+                "throughput": {"v100": 1},
+            },
+            "min_workers (3) > max_workers (2)",
+        ),
         ({"name": "a", "total_steps": 1}, "throughput"),
         ({"name": "a", "total_steps": 1, "throughput": {"v100": 0}}, "throughput"),
         ({"name": "a", "total_steps": 1, "throughput": {"v100": 1}, "bogus": 1}, "bogus"),
-        ({"name": "a", "total_steps": 1, "throughput": {"v100": 1}, "entrypoint": "x y"},
-         "entrypoint"),
+        (
+            {"name": "a", "total_steps": 1, "throughput": {"v100": 1}, "entrypoint": "x y"},
+            "entrypoint",
+        ),
     ],
 )
 def test_bad_job_names_the_field(raw: dict[str, object], field: str) -> None:
@@ -36,11 +47,15 @@ def test_bad_job_names_the_field(raw: dict[str, object], field: str) -> None:
 
 def test_unknown_gpu_type_and_job_type() -> None:
     with pytest.raises(InputError, match="field 'throughput': unknown GPU type"):
-        parse_job_spec({"name": "a", "total_steps": 1, "throughput": {"h900": 1}}, "j",
-                       known_gpu_types={"v100"})
+        parse_job_spec(
+            {"name": "a", "total_steps": 1, "throughput": {"h900": 1}},
+            "j",
+            known_gpu_types={"v100"},
+        )
     with pytest.raises(InputError, match="field 'job_type': unknown job type 'nope'"):
-        parse_job_spec({"name": "a", "total_steps": 1, "job_type": "nope"}, "j",
-                       known_job_types={"resnet50"})
+        parse_job_spec(
+            {"name": "a", "total_steps": 1, "job_type": "nope"}, "j", known_job_types={"resnet50"}
+        )
 
 
 def test_malformed_yaml_names_line() -> None:
@@ -50,8 +65,11 @@ def test_malformed_yaml_names_line() -> None:
 
 def test_duplicate_names_refused() -> None:
     with pytest.raises(InputError, match="duplicate job name"):
-        parse_job_list("jobs:\n - {name: a, total_steps: 1, throughput: {v100: 1}}\n"
-                       " - {name: a, total_steps: 1, throughput: {v100: 1}}\n", "x")
+        parse_job_list(
+            "jobs:\n - {name: a, total_steps: 1, throughput: {v100: 1}}\n"
+            " - {name: a, total_steps: 1, throughput: {v100: 1}}\n",
+            "x",
+        )
 
 
 def test_cluster_spec() -> None:
