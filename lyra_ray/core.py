@@ -45,10 +45,14 @@ class RoundMechanismLike(Protocol):
     def to_state(self) -> dict[str, Any]: ...
 
 
-def _default_rounds() -> RoundMechanismLike:
+def _default_rounds(policy: Policy) -> RoundMechanismLike:
+    """Gavel's mechanism; policies opt into Gavel's per-policy quirks by class attributes."""
     from lyra_ray.rounds import RoundMechanism
 
-    return RoundMechanism()
+    return RoundMechanism(
+        shuffle_types=bool(getattr(policy, "shuffle_round_types", False)),
+        skip_zero_priority=bool(getattr(policy, "round_skip_zero_priority", False)),
+    )
 
 
 class SchedulerCore:
@@ -81,7 +85,7 @@ class SchedulerCore:
     @property
     def rounds(self) -> RoundMechanismLike:
         if self._rounds is None:
-            self._rounds = _default_rounds()
+            self._rounds = _default_rounds(self.policy)
         return self._rounds
 
     def active(self) -> list[JobState]:
@@ -97,9 +101,9 @@ class SchedulerCore:
         if not self._dirty and not (tick and self.allocation.fractions):
             return actions
         snap = self.snapshot()
-        if self._dirty:
+        if self._dirty and not self._defer_policy(snap, tick):
             self.allocation = self.policy.allocate(snap)
-        self._dirty = False
+            self._dirty = False
         previous = {j.id: j.current for j in self.active() if j.current is not None}
         lend = self.allocation.lend & {n.id for n in self.nodes.values() if n.pool == "inference"}
         if lend != self.lent:
@@ -109,6 +113,22 @@ class SchedulerCore:
         actions += self._diff(placed, previous, set(lend))
         self.cycles += 1
         return actions
+
+    def _defer_policy(self, snap: ClusterSnapshot, tick: bool) -> bool:
+        """Skip a solve whose answer the round mechanism would not adopt yet.
+
+        A pure time-fraction allocation only acts through the round mechanism, which
+        takes a new X only at a round boundary and (like Gavel) at most once per
+        ``min_reset_interval_s``; until then the old X stays in force. Solving anyway
+        would be wasted work, so the policy runs when the mechanism will adopt it.
+        """
+        alloc = self.allocation
+        if not alloc.fractions or alloc.workers or alloc.lend:
+            return False
+        would_adopt = getattr(self.rounds, "would_adopt", None)
+        if would_adopt is None:
+            return False
+        return not (tick and would_adopt(snap))
 
     def snapshot(self) -> ClusterSnapshot:
         return ClusterSnapshot(

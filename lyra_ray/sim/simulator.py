@@ -82,7 +82,9 @@ class Simulator:
             t_evt = queue.peek_time()
             t_done = rt.next_completion()
             candidates = [x for x in (t_evt, t_done, next_tick) if x is not None]
-            if not candidates or (done >= total and t_evt is None):
+            # Finished once every job is done: serving-demand changes after the last
+            # completion would only stretch the usage denominators.
+            if not candidates or done >= total:
                 break
             t = min(candidates)
             if self.max_time_s is not None and t > self.max_time_s:

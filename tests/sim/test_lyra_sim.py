@@ -19,9 +19,24 @@ DATA = Path(__file__).resolve().parents[1] / "data"
 
 def _simulate(tmp_path: Path, trace: str, cluster: str, policy: str) -> dict[str, object]:
     out = tmp_path / f"{policy}.json"
-    rc = main(["simulate", "--format", "yaml", "--trace", str(DATA / trace), "--cluster",
-               cluster, "--policy", policy, "--resize-overhead", "0", "--json", str(out),
-               "--quiet"])
+    rc = main(
+        [
+            "simulate",
+            "--format",
+            "yaml",
+            "--trace",
+            str(DATA / trace),
+            "--cluster",
+            cluster,
+            "--policy",
+            policy,
+            "--resize-overhead",
+            "0",
+            "--json",
+            str(out),
+            "--quiet",
+        ]
+    )
     assert rc == 0
     result: dict[str, object] = json.loads(out.read_text())
     return result
@@ -50,17 +65,27 @@ def _loan_jobs() -> list[JobSpec]:
     jobs = []
     for i in range(10):
         elastic = i % 2 == 0
-        jobs.append(JobSpec(
-            name=f"j{i}", total_steps=2000.0 + 300 * i, arrival_s=60.0 * i,
-            min_workers=1 if elastic else 2, max_workers=4 if elastic else 2,
-            throughput={"v100": 1.0, "t4": 0.5},
-        ))
+        jobs.append(
+            JobSpec(
+                name=f"j{i}",
+                total_steps=2000.0 + 300 * i,
+                arrival_s=60.0 * i,
+                min_workers=1 if elastic else 2,
+                max_workers=4 if elastic else 2,
+                throughput={"v100": 1.0, "t4": 0.5},
+            )
+        )
     return jobs
 
 
 def _run(policy: str, demand: list[tuple[float, int]]) -> dict[str, object]:
-    sim = Simulator(_loan_cluster(), get_policy(policy), SpecThroughputs(),
-                    resize_overhead_s=10.0, serving_demand=demand)
+    sim = Simulator(
+        _loan_cluster(),
+        get_policy(policy),
+        SpecThroughputs(),
+        resize_overhead_s=10.0,
+        serving_demand=demand,
+    )
     return sim.run(_loan_jobs()).summary
 
 
@@ -91,3 +116,46 @@ def test_same_seed_same_result() -> None:
 def test_serving_demand_points_become_events_only_on_change() -> None:
     pts = [DemandPoint(0, 2), DemandPoint(10, 2), DemandPoint(20, 3)]
     assert [(t, e.servers) for t, e in demand_events(pts)] == [(0, 2), (20, 3)]
+
+
+# ----------------------------------------------------------------------------- serving demand
+
+
+def test_demand_csv_round_trip_and_errors_name_file_line_field(tmp_path: Path) -> None:
+    from lyra_ray.errors import InputError
+    from lyra_ray.sim.serving import read_demand_csv
+
+    good = tmp_path / "d.csv"
+    good.write_text("time_s,servers\n0,3\n\n60,5\n")
+    assert read_demand_csv(good) == [DemandPoint(0.0, 3), DemandPoint(60.0, 5)]
+    cases = {
+        "time_s,servers\n0,x\n": "line 2: field 'servers'",
+        "time_s,servers\n0,1\nabc,2\n": "line 3: field 'time_s'",
+        "time_s,servers\n10,1\n5,2\n": "line 3: field 'time_s'",
+        "time_s,servers\n0,-1\n": "line 2: field 'servers'",
+        "time,servers\n": "line 1: header",
+        "time_s,servers\n0,1,2\n": "line 2: expected 2 fields",
+    }
+    for text, msg in cases.items():
+        bad = tmp_path / "bad.csv"
+        bad.write_text(text)
+        with pytest.raises(InputError, match=msg) as e:
+            read_demand_csv(bad)
+        assert str(bad) in str(e.value)
+    with pytest.raises(InputError, match="cannot read"):
+        read_demand_csv(tmp_path / "missing.csv")
+
+
+def test_diurnal_curve_is_seeded_bounded_and_near_its_mean() -> None:
+    from lyra_ray.sim.serving import mean_utilisation
+
+    a = diurnal(20, 7 * 86_400, seed=3)
+    assert a == diurnal(20, 7 * 86_400, seed=3)
+    assert a != diurnal(20, 7 * 86_400, seed=4)
+    assert all(0 <= p.servers <= 20 for p in a)
+    # ~40 % mean utilisation (rounding up to whole servers adds a little).
+    assert 0.35 < mean_utilisation(a, 20) < 0.5
+    # Diurnal: the peak hour needs clearly more servers than the trough.
+    by_hour = [p.servers for p in a if abs((p.time_s % 86_400) - 14 * 3600) < 1]
+    low = [p.servers for p in a if abs((p.time_s % 86_400) - 2 * 3600) < 1]
+    assert min(by_hour) > max(low)

@@ -1,0 +1,201 @@
+"""A step loop helper that any Ray Train loop can call to be schedulable by lyra.
+
+The scheduler preempts and resizes jobs by *asking* them to stop: between two steps
+the loop checks a stop flag, writes a checkpoint holding its step count and returns.
+A rerun (maybe with another worker count) restores the newest checkpoint and carries
+on from that exact step, so no step is lost and none is repeated. The helper also
+reports steps done and steps/s, which is how the scheduler learns throughputs online.
+
+Usage inside ``train_loop_per_worker(config)``::
+
+    loop = StepLoop(config)
+    state = loop.restore()                      # None on a fresh start
+    if state: model.load_state_dict(state["model"])
+    for step in loop.steps(lambda: {"model": model.state_dict()}):
+        ...one training step...
+
+Outside a lyra run (no ``lyra_job_id`` in the config) the same loop simply runs all
+steps, so a user can test the entrypoint with a plain ``TorchTrainer``.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import tempfile
+import time
+from collections.abc import Callable, Iterator, Mapping
+from pathlib import Path
+from typing import Any
+
+import ray
+import ray.train
+import torch
+import torch.distributed as dist
+
+log = logging.getLogger(__name__)
+
+CONTROL_ACTOR = "lyra-control"
+NAMESPACE = "lyra"
+STATE_FILE = "lyra_state.json"
+MODEL_FILE = "state.pt"
+RESUME_KEY = "lyra_resume_from"
+"""train_loop_config key holding the checkpoint path to resume from (set by the runtime)."""
+
+
+def checkpoint_step(path: str | os.PathLike[str]) -> int | None:
+    """Step count stored in a checkpoint directory, or None if it is not ours."""
+    f = Path(path) / STATE_FILE
+    try:
+        return int(json.loads(f.read_text())["step"])
+    except (OSError, ValueError, KeyError):
+        return None
+
+
+def latest_checkpoint(run_dir: str | os.PathLike[str]) -> tuple[str, int] | None:
+    """The checkpoint with the most steps under a run directory (local or shared fs).
+
+    Why scan instead of trusting Ray Train's own bookkeeping: the scheduler must find
+    the checkpoint after *it* restarted, when no Result object of the old run exists.
+    """
+    root = Path(run_dir)
+    if not root.is_dir():
+        return None
+    best: tuple[str, int] | None = None
+    for d in root.iterdir():
+        step = checkpoint_step(d) if d.is_dir() else None
+        if step is not None and (best is None or step > best[1]):
+            best = (str(d), step)
+    return best
+
+
+class StepLoop:
+    """Counts steps, checkpoints them, reports progress and honours stop requests."""
+
+    def __init__(self, config: Mapping[str, Any]) -> None:
+        self.config = config
+        self.total_steps = int(config["total_steps"])
+        self.checkpoint_every = max(1, int(config.get("checkpoint_every", 20)))
+        self.job_id: str | None = config.get("lyra_job_id")
+        self.generation = int(config.get("lyra_generation", 0))
+        self.step = 0
+        self.stopped = False
+        self._saved_step = -1
+        ctx = ray.train.get_context()
+        self.rank = ctx.get_world_rank()
+        self.world = ctx.get_world_size()
+        self._control = self._find_control() if self.job_id and self.rank == 0 else None
+        self._last_poll = 0.0
+        self._last_report = 0.0
+        self._window: tuple[float, int] = (time.monotonic(), 0)
+        self._announce()
+
+    # ------------------------------------------------------------------ control plane
+
+    def _find_control(self) -> Any:
+        try:
+            return ray.get_actor(CONTROL_ACTOR, namespace=NAMESPACE)
+        except ValueError:
+            log.warning("no %s actor: running without scheduler control", CONTROL_ACTOR)
+            return None
+
+    def _announce(self) -> None:
+        """Tell the scheduler where this worker really runs (its node's own labels)."""
+        if not self.job_id:
+            return
+        control = self._control or self._find_control()
+        if control is None:
+            return
+        rc = ray.get_runtime_context()
+        control.worker.remote(
+            self.job_id, self.generation, self.rank, rc.get_node_id(), rc.get_node_labels()
+        )
+
+    def _stop_requested(self) -> bool:
+        """Rank 0 asks the control actor (at most every 0.2 s); all ranks agree via gloo."""
+        flag = 0
+        if self._control is not None and time.monotonic() - self._last_poll > 0.2:
+            self._last_poll = time.monotonic()
+            try:
+                flag = int(ray.get(self._control.should_stop.remote(self.job_id, self.generation)))
+            except Exception:  # control restarting: keep training, ask again later
+                log.debug("stop poll failed", exc_info=True)
+        if self.world > 1 and dist.is_available() and dist.is_initialized():
+            t = torch.tensor([flag], dtype=torch.int32)
+            dist.all_reduce(t, op=dist.ReduceOp.MAX)
+            flag = int(t.item())
+        return bool(flag)
+
+    def _report_progress(self, force: bool = False) -> None:
+        now = time.monotonic()
+        if self._control is None or (not force and now - self._last_report < 0.5):
+            return
+        t0, s0 = self._window
+        sps = (self.step - s0) / (now - t0) if now > t0 and self.step > s0 else None
+        self._window = (now, self.step)
+        self._last_report = now
+        self._control.progress.remote(self.job_id, self.generation, self.step, sps)
+
+    # ------------------------------------------------------------------ checkpoints
+
+    def restore(self) -> dict[str, Any] | None:
+        """Load the newest checkpoint (Ray Train's or the runtime's hint); None if none."""
+        candidates: list[str] = []
+        ckpt = ray.train.get_checkpoint()
+        if ckpt is not None:
+            candidates.append(ckpt.path)
+        hint = self.config.get(RESUME_KEY)
+        if hint:
+            candidates.append(str(hint))
+        best: tuple[str, int] | None = None
+        for c in candidates:
+            step = checkpoint_step(c)
+            if step is not None and (best is None or step > best[1]):
+                best = (c, step)
+        if best is None:
+            return None
+        self.step = best[1]
+        self._saved_step = self.step
+        self._window = (time.monotonic(), self.step)
+        state: dict[str, Any] = torch.load(
+            Path(best[0]) / MODEL_FILE, map_location="cpu", weights_only=False
+        )
+        log.info("restored %s at step %d", best[0], self.step)
+        return state
+
+    def save(self, state: Mapping[str, Any]) -> None:
+        """All ranks call this (Ray Train's report is collective); rank 0 writes."""
+        if self.step == self._saved_step:
+            return
+        self._saved_step = self.step
+        metrics = {"step": self.step, "lyra_generation": self.generation}
+        if self.rank != 0:
+            ray.train.report(metrics)
+            return
+        with tempfile.TemporaryDirectory() as tmp:
+            torch.save(dict(state), Path(tmp) / MODEL_FILE)
+            (Path(tmp) / STATE_FILE).write_text(
+                json.dumps({"step": self.step, "job_id": self.job_id})
+            )
+            ray.train.report(
+                metrics,
+                checkpoint=ray.train.Checkpoint.from_directory(tmp),
+                checkpoint_dir_name=f"step_{self.step:09d}",
+            )
+
+    # ------------------------------------------------------------------ the loop
+
+    def steps(self, state_fn: Callable[[], Mapping[str, Any]]) -> Iterator[int]:
+        """Yield step indices until done or asked to stop; checkpoint on the way out."""
+        while self.step < self.total_steps:
+            if self._stop_requested():
+                self.stopped = True
+                break
+            yield self.step
+            self.step += 1
+            self._report_progress()
+            if self.step % self.checkpoint_every == 0 and self.step < self.total_steps:
+                self.save(state_fn())
+        self.save(state_fn())
+        self._report_progress(force=True)

@@ -1,0 +1,172 @@
+"""``lyra up|down|submit|status|cancel|logs``: the live-cluster commands.
+
+Registered on the lead's dispatcher (:mod:`lyra_ray.cli`). Bad input raises
+:class:`InputError` (exit code 2, one line, no traceback); an unreachable cluster is a
+one-line error with exit code 1.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from typing import Any
+
+from lyra_ray.errors import InputError
+
+
+def register(sub: Any) -> None:
+    p = sub.add_parser("up", help="start a local multi-node Ray cluster + the scheduler")
+    p.add_argument("--local", action="store_true", help="fake-GPU nodes on this host")
+    p.add_argument("--nodes", default="v100=2x4,p100=2x4,k80=2x4", help="TYPE=NODESxGPUS,...")
+    p.add_argument("--config", help="cluster.yaml (its `lyra:` section configures the scheduler)")
+    p.add_argument("--policy", help="override the policy of the lyra section")
+    p.add_argument("--round-seconds", type=float, help="override round_s")
+    p.add_argument("--dir", default=None, help="where lyra keeps its PIDs/state (default ~/.lyra)")
+    p.set_defaults(func=_up)
+
+    p = sub.add_parser("down", help="stop what `lyra up` started (by PID; never `ray stop`)")
+    p.add_argument("--dir", default=None)
+    p.set_defaults(func=_down)
+
+    p = sub.add_parser("submit", help="submit the jobs of a YAML job list")
+    p.add_argument("file")
+    p.add_argument("--address", default=None)
+    p.add_argument("--wait", action="store_true", help="block until every job has ended")
+    p.add_argument("--timeout", type=float, default=None)
+    p.set_defaults(func=_submit)
+
+    p = sub.add_parser("status", help="a table of jobs (or one job)")
+    p.add_argument("job_id", nargs="?")
+    p.add_argument("--address", default=None)
+    p.add_argument("--json", action="store_true")
+    p.add_argument("--watch", type=float, default=0.0, help="refresh every N seconds")
+    p.set_defaults(func=_status)
+
+    p = sub.add_parser("cancel", help="cancel a job")
+    p.add_argument("job_id")
+    p.add_argument("--address", default=None)
+    p.set_defaults(func=_cancel)
+
+    p = sub.add_parser("logs", help="a job's run history and its latest run's log")
+    p.add_argument("job_id")
+    p.add_argument("--address", default=None)
+    p.add_argument("--tail", type=int, default=100)
+    p.set_defaults(func=_logs)
+
+
+def _client(address: str | None) -> Any:
+    from lyra_ray.sdk import Client, LyraError
+
+    try:
+        return Client(address)
+    except (LyraError, ConnectionError) as e:
+        print(f"lyra: error: {e}", file=sys.stderr)
+        raise SystemExit(1) from None
+
+
+def _submit(args: argparse.Namespace) -> int:
+    from lyra_ray.spec import load_job_file
+
+    load_job_file(args.file)  # shape errors before touching the cluster
+    c = _client(args.address)
+    ids = c.submit_file(args.file)
+    for jid in ids:
+        print(jid)
+    if not args.wait:
+        return 0
+    results = [c.wait(j, timeout=args.timeout) for j in ids]
+    _print_table(results)
+    return 0 if all(r["status"] == "finished" for r in results) else 1
+
+
+def _fmt_assign(a: dict[str, Any] | None) -> str:
+    return f"{a['gpu_type']} x {a['workers']}" if a else "-"
+
+
+def _print_table(rows: list[dict[str, Any]]) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    t = Table(title="lyra jobs")
+    for col in ("job", "user", "state", "GPU x workers", "progress", "queued", "run", "gen"):
+        t.add_column(col)
+    for r in rows:
+        total = float(r.get("total_steps") or 0)
+        done = float(r.get("steps_done") or 0)
+        pct = f"{done:.0f}/{total:.0f} ({100 * done / total:.0f}%)" if total else "-"
+        t.add_row(
+            str(r["id"]),
+            str(r.get("user", "")),
+            str(r["status"]),
+            _fmt_assign(r.get("assignment")),
+            pct,
+            f"{r.get('queued_s', 0):.0f}s",
+            f"{r.get('run_s', 0):.0f}s",
+            str(r.get("generation", "")),
+        )
+    Console().print(t)
+
+
+def _status(args: argparse.Namespace) -> int:
+    c = _client(args.address)
+    while True:
+        rows = [c.status(args.job_id)] if args.job_id else c.list()
+        if args.json:
+            print(json.dumps(rows, indent=2))
+        else:
+            _print_table(rows)
+        if not args.watch:
+            return 0
+        time.sleep(args.watch)
+
+
+def _cancel(args: argparse.Namespace) -> int:
+    from lyra_ray.sdk import LyraError
+
+    c = _client(args.address)
+    try:
+        c.cancel(args.job_id)
+    except LyraError as e:
+        raise InputError(str(e)) from None
+    print(f"cancelled {args.job_id}")
+    return 0
+
+
+def _logs(args: argparse.Namespace) -> int:
+    from lyra_ray.runtime.logs import run_log
+
+    c = _client(args.address)
+    st = c.status(args.job_id)
+    print(json.dumps(st, indent=2))
+    for when, jid, gen, a in c.call("launches"):
+        if jid == args.job_id:
+            stamp = time.strftime("%H:%M:%S", time.localtime(when))
+            print(f"{stamp} run g{gen}: {_fmt_assign(a)} on {[n for n, _ in a['nodes']]}")
+    print(run_log(args.job_id, int(st.get("generation") or 0), args.tail))
+    return 0
+
+
+def _up(args: argparse.Namespace) -> int:
+    from lyra_ray.runtime.local import up
+
+    if not args.local and not args.config:
+        raise InputError("up: give --local (fake-GPU nodes on this host) or --config cluster.yaml")
+    overrides: dict[str, Any] = {}
+    if args.policy:
+        overrides["policy"] = args.policy
+    if args.round_seconds:
+        overrides["round_s"] = args.round_seconds
+    info = up(args.nodes if args.local else None, args.config, overrides, args.dir)
+    print(f"cluster up: {info['address']}  dashboard: {info['dashboard']}")
+    print(f"export RAY_ADDRESS={info['address']}")
+    return 0
+
+
+def _down(args: argparse.Namespace) -> int:
+    from lyra_ray.runtime.local import down
+
+    stopped = down(args.dir)
+    print(f"stopped {stopped} process group(s)")
+    return 0

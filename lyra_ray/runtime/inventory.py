@@ -1,0 +1,91 @@
+"""What the cluster has: Ray nodes with GPUs, their GPU type and pool, as model.Node.
+
+Each worker node carries two labels set at ``ray start`` / ``add_node`` time:
+``gpu-type`` (e.g. ``v100``; also accepted from the ``accelerator_type:X`` resource)
+and ``pool`` (``training`` | ``inference``, default ``training``). Nodes without GPUs
+(the head) are not schedulable and are left out. The inventory diffs successive reads
+into NodeUp / NodeDown events, so the core hears about joins and departures once.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, field
+from typing import Any
+
+import ray
+
+from lyra_ray.model import Event, Node, NodeDown, NodeUp
+
+log = logging.getLogger(__name__)
+
+GPU_TYPE_LABEL = "gpu-type"
+POOL_LABEL = "pool"
+_ACCEL_PREFIX = "accelerator_type:"
+
+
+def node_from_ray(info: dict[str, Any]) -> tuple[Node, str] | None:
+    """A model.Node plus the raw ``gpu-type`` label value, or None if not a GPU node."""
+    if not info.get("Alive"):
+        return None
+    resources = info.get("Resources") or {}
+    gpus = int(resources.get("GPU", 0))
+    if gpus <= 0:
+        return None
+    labels = info.get("Labels") or {}
+    raw = labels.get(GPU_TYPE_LABEL)
+    if raw is None:
+        accel = [k[len(_ACCEL_PREFIX) :] for k in resources if k.startswith(_ACCEL_PREFIX)]
+        raw = accel[0] if accel else "gpu"
+    pool = labels.get(POOL_LABEL, "training")
+    if pool not in ("training", "inference"):
+        pool = "training"
+    return Node(id=info["NodeID"], gpu_type=raw.lower(), num_gpus=gpus, pool=pool), raw
+
+
+@dataclass
+class Inventory:
+    """The last seen set of GPU nodes; :meth:`refresh` returns what changed."""
+
+    nodes: dict[str, Node] = field(default_factory=dict)
+    gpu_label: dict[str, str] = field(default_factory=dict)
+    """node id -> the raw ``gpu-type`` label value (selectors must match it exactly)."""
+
+    def read(self) -> dict[str, tuple[Node, str]]:
+        out: dict[str, tuple[Node, str]] = {}
+        for info in ray.nodes():
+            found = node_from_ray(info)
+            if found is not None:
+                out[found[0].id] = found
+        return out
+
+    def refresh(self) -> list[Event]:
+        current = self.read()
+        events: list[Event] = []
+        for nid in sorted(set(self.nodes) - set(current)):
+            log.info("node down: %s", nid)
+            del self.nodes[nid]
+            self.gpu_label.pop(nid, None)
+            events.append(NodeDown(nid))
+        for nid in sorted(current):
+            node, raw = current[nid]
+            if self.nodes.get(nid) != node:
+                if nid in self.nodes:
+                    events.append(NodeDown(nid))
+                log.info("node up: %s %s x%d (%s)", nid, node.gpu_type, node.num_gpus, node.pool)
+                self.nodes[nid] = node
+                self.gpu_label[nid] = raw
+                events.append(NodeUp(node))
+        return events
+
+    def label_for_type(self, gpu_type: str) -> str:
+        for nid, node in self.nodes.items():
+            if node.gpu_type == gpu_type:
+                return self.gpu_label[nid]
+        return gpu_type
+
+    def gpus_by_type(self) -> dict[str, int]:
+        out: dict[str, int] = {}
+        for n in self.nodes.values():
+            out[n.gpu_type] = out.get(n.gpu_type, 0) + n.num_gpus
+        return out

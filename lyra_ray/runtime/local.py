@@ -1,0 +1,213 @@
+"""``lyra up --local`` / ``lyra down``: a lasting multi-node Ray cluster on one host.
+
+Each node is one ``ray start --block`` process in its own session, so ``down`` can end
+exactly the process groups that ``up`` started (recorded in ``<dir>/up.json``) and
+nothing else — never ``ray stop``, which would end every Ray process on the machine.
+Several nodes on one host each need their own dashboard-agent port (else job logs on
+those nodes fail) and a small object store (the default takes 30 % of RAM per node).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+import os
+import re
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from lyra_ray.errors import InputError
+
+log = logging.getLogger(__name__)
+
+_ITEM = re.compile(r"^\s*([A-Za-z][\w-]*)\s*=\s*(\d+)\s*x\s*(\d+)\s*$")
+
+
+def parse_nodes(spec: str) -> list[tuple[str, int, int]]:
+    """``v100=2x4,p100=1x2`` -> [(gpu type, nodes, GPUs per node), ...]."""
+    out: list[tuple[str, int, int]] = []
+    for item in spec.split(","):
+        m = _ITEM.match(item)
+        if not m or int(m.group(2)) < 1 or int(m.group(3)) < 1:
+            raise InputError(f"--nodes: item {item.strip()!r} is not TYPE=NODESxGPUS (v100=2x4)")
+        out.append((m.group(1).lower(), int(m.group(2)), int(m.group(3))))
+    return out
+
+
+def lyra_section(config_path: str | None) -> dict[str, Any]:
+    """The ``metadata.lyra`` section of a cluster.yaml (or a top-level ``lyra:``)."""
+    if not config_path:
+        return {}
+    try:
+        doc = yaml.safe_load(Path(config_path).read_text())
+    except OSError as e:
+        raise InputError(f"{config_path}: cannot read: {e.strerror}") from None
+    except yaml.YAMLError as e:
+        raise InputError(f"{config_path}: malformed YAML: {e}") from None
+    if not isinstance(doc, dict):
+        raise InputError(f"{config_path}: expected a mapping (a Ray cluster config)")
+    meta = doc.get("metadata")
+    section = doc.get("lyra", meta.get("lyra", {}) if isinstance(meta, dict) else {})
+    if not isinstance(section, dict):
+        raise InputError(f"{config_path}: field 'metadata.lyra': must be a mapping")
+    return section
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def _home(d: str | None) -> Path:
+    p = Path(d or os.environ.get("LYRA_HOME") or Path.home() / ".lyra")
+    p.mkdir(parents=True, exist_ok=True)
+    return p
+
+
+def _ray_bin() -> str:
+    return str(Path(sys.executable).with_name("ray"))
+
+
+def _spawn(args: list[str], logfile: Path, env: dict[str, str]) -> int:
+    with open(logfile, "ab") as out:
+        proc = subprocess.Popen(
+            [_ray_bin(), "start", "--block", *args],
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            env=env,
+            start_new_session=True,  # its own process group: `down` ends exactly this
+        )
+    return proc.pid
+
+
+def up(
+    nodes_spec: str | None,
+    config_path: str | None,
+    overrides: dict[str, Any],
+    home: str | None = None,
+) -> dict[str, Any]:
+    """Start the nodes (if ``nodes_spec``), then the scheduler; returns the addresses."""
+    import ray
+
+    from lyra_ray.runtime.scheduler import SchedulerConfig, start_scheduler
+
+    h = _home(home)
+    cfg = SchedulerConfig.from_dict({**lyra_section(config_path), **overrides})
+    if (h / "up.json").exists():
+        raise InputError(
+            f"{h / 'up.json'}: a cluster started by `lyra up` is running; `lyra down` first"
+        )
+    info: dict[str, Any] = {"pids": []}
+    if nodes_spec is not None:
+        env = dict(os.environ)
+        env.setdefault("RAY_TMPDIR", f"/tmp/lyra-{os.getuid()}")
+        repo = str(Path(__file__).resolve().parents[2])
+        env["PYTHONPATH"] = os.pathsep.join([repo, *filter(None, [env.get("PYTHONPATH")])])
+        port, dash = _free_port(), int(os.environ.get("LYRA_DASHBOARD_PORT", _free_port()))
+        address = f"127.0.0.1:{port}"
+        head = [
+            "--head",
+            f"--port={port}",
+            "--num-cpus=1",
+            "--num-gpus=0",
+            f"--object-store-memory={150 * 2**20}",
+            "--include-dashboard=true",
+            "--dashboard-host=127.0.0.1",
+            f"--dashboard-port={dash}",
+            f"--dashboard-agent-listen-port={_free_port()}",
+            "--labels=pool=head",
+        ]
+        info["pids"].append(_spawn(head, h / "head.log", env))
+        info.update(address=address, dashboard=f"http://127.0.0.1:{dash}")
+        _save(h, info)  # so that `down` works even if a later step fails
+        _wait_port(port)
+        expected = 1
+        for gpu, count, gpus in parse_nodes(nodes_spec):
+            for i in range(count):
+                args = [
+                    f"--address={address}",
+                    "--num-cpus=2",
+                    f"--num-gpus={gpus}",
+                    f"--resources={json.dumps({f'accelerator_type:{gpu.upper()}': 1})}",
+                    f"--labels=gpu-type={gpu},pool=training",
+                    f"--object-store-memory={100 * 2**20}",
+                    f"--dashboard-agent-listen-port={_free_port()}",
+                ]
+                info["pids"].append(_spawn(args, h / f"{gpu}-{i}.log", env))
+                expected += 1
+                _save(h, info)
+        os.environ["RAY_TMPDIR"] = env["RAY_TMPDIR"]
+        ray.init(address=address, log_to_driver=False)
+        _wait_nodes(expected)
+    else:
+        ray.init(address=os.environ.get("RAY_ADDRESS", "auto"), log_to_driver=False)
+        info.update(address=ray.get_runtime_context().gcs_address, dashboard=None)
+    start_scheduler({**vars(cfg)})
+    info["config"] = vars(cfg)
+    _save(h, info)
+    ray.shutdown()
+    return info
+
+
+def _save(h: Path, info: dict[str, Any]) -> None:
+    (h / "up.json").write_text(json.dumps(info, indent=2))
+
+
+def _wait_port(port: int, timeout: float = 60.0) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        with socket.socket() as s:
+            if s.connect_ex(("127.0.0.1", port)) == 0:
+                return
+        time.sleep(0.5)
+    raise RuntimeError(f"the head node did not open port {port} in {timeout:.0f}s")
+
+
+def _wait_nodes(n: int, timeout: float = 120.0) -> None:
+    import ray
+
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if sum(1 for x in ray.nodes() if x["Alive"]) >= n:
+            return
+        time.sleep(1.0)
+    raise RuntimeError(f"only some of the {n} nodes came up in {timeout:.0f}s")
+
+
+def down(home: str | None = None, timeout: float = 30.0) -> int:
+    """End the process groups `up` started (SIGTERM, then SIGKILL); returns how many."""
+    h = _home(home)
+    f = h / "up.json"
+    if not f.exists():
+        return 0
+    pids = [int(p) for p in json.loads(f.read_text()).get("pids", [])]
+    for pid in reversed(pids):  # workers first, head last
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(pid, signal.SIGTERM)
+    deadline = time.monotonic() + timeout
+    alive = list(pids)
+    while alive and time.monotonic() < deadline:
+        alive = [p for p in alive if _group_alive(p)]
+        time.sleep(0.5)
+    for pid in alive:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(pid, signal.SIGKILL)
+    f.unlink()
+    return len(pids)
+
+
+def _group_alive(pgid: int) -> bool:
+    try:
+        os.killpg(pgid, 0)
+    except ProcessLookupError:
+        return False
+    return True

@@ -1,0 +1,269 @@
+"""RayRuntime: carries the core's actions out on Ray and turns what happens into events.
+
+It decides nothing. A Launch starts a Ray Train run where the assignment says; a
+Preempt asks the run to checkpoint and stop (and kills it after ``grace_s``); a Resize
+is a Preempt followed by a Launch of the next generation once the old run has let go
+of its GPUs. :meth:`poll` reads the inventory and the control actor's records and
+reports NodeUp/NodeDown, JobProgress, JobCompleted, JobStopped (after a Preempt only)
+and JobFailed.
+
+Its table of runs is serialisable so that a restarted scheduler can pick up runs that
+kept going while it was down; :meth:`reconcile` then makes reality match the core's
+current decisions (start what the core believes runs but does not, stop what runs but
+should not) — carrying out decisions already taken, never taking new ones.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import asdict, dataclass
+from typing import Any
+
+import ray
+
+from jobs.checkpointing import latest_checkpoint
+from lyra_ray import model as m
+from lyra_ray.runtime import runs
+from lyra_ray.runtime.control import get_or_create_control
+from lyra_ray.runtime.inventory import Inventory
+from lyra_ray.state import assignment_from_dict, assignment_to_dict
+
+log = logging.getLogger(__name__)
+
+MAX_UNEXPECTED_ENDS = 3
+START_GRACE_S = 20.0
+"""A run actor may take this long to appear after start_run() before it counts as lost."""
+
+
+@dataclass
+class RunRecord:
+    job_id: str
+    generation: int
+    assignment: dict[str, Any]
+    launched_at: float
+    phase: str = "running"  # running | stopping
+    deadline: float = 0.0
+    next_assignment: dict[str, Any] | None = None
+    reported_steps: float = 0.0
+    unexpected_ends: int = 0
+
+
+class RayRuntime:
+    """The live :class:`lyra_ray.core.Runtime`."""
+
+    def __init__(
+        self,
+        specs: Callable[[str], m.JobSpec],
+        storage_path: str,
+        grace_s: float = 30.0,
+        serving_hook: Callable[[m.Action], None] | None = None,
+    ) -> None:
+        self.specs = specs
+        self.storage_path = os.path.abspath(storage_path)
+        self.grace_s = grace_s
+        self.serving_hook = serving_hook
+        self.inventory = Inventory()
+        self.runs: dict[str, RunRecord] = {}
+        self.generations: dict[str, int] = {}
+        self.launches: list[tuple[float, str, int, dict[str, Any]]] = []
+        """(wall time, job, generation, assignment) of every run started: audit trail."""
+        self.stop_requested_at: dict[str, float] = {}
+        self.gaps: list[dict[str, Any]] = []
+        """Per preempt/resize: seconds from the stop request to the next run's start."""
+        self.control = get_or_create_control()
+        self.dirty = False
+
+    # ------------------------------------------------------------------ persistence
+
+    def to_state(self) -> dict[str, Any]:
+        return {
+            "runs": {k: asdict(v) for k, v in sorted(self.runs.items())},
+            "generations": dict(sorted(self.generations.items())),
+            "launches": self.launches[-1000:],
+            "gaps": self.gaps[-1000:],
+        }
+
+    def load_state(self, state: Mapping[str, Any]) -> None:
+        self.runs = {k: RunRecord(**v) for k, v in state.get("runs", {}).items()}
+        self.generations = dict(state.get("generations", {}))
+        self.launches = [tuple(x) for x in state.get("launches", [])]  # type: ignore[misc]
+        self.gaps = list(state.get("gaps", []))
+
+    # ------------------------------------------------------------------ actions
+
+    def apply(self, actions: Sequence[m.Action]) -> None:
+        for a in actions:
+            if isinstance(a, m.Launch):
+                self._launch_or_queue(a.job_id, assignment_to_dict(a.assignment))
+            elif isinstance(a, m.Resize):
+                self._stop(a.job_id, next_assignment=assignment_to_dict(a.assignment))
+            elif isinstance(a, m.Preempt):
+                self._stop(a.job_id, next_assignment=None)
+            elif isinstance(a, m.Finish):
+                self._finish(a.job_id)
+            elif self.serving_hook is not None:
+                self.serving_hook(a)
+            else:
+                log.info("no serving hook: ignoring %s", a)
+
+    def _launch_or_queue(self, job_id: str, assignment: dict[str, Any] | None) -> None:
+        assert assignment is not None
+        r = self.runs.get(job_id)
+        if r is not None and r.phase == "stopping":
+            r.next_assignment = assignment  # start once the old run has let go
+            self.dirty = True
+            return
+        if r is not None:
+            log.warning("launch of %s while its run g%d is live: restarting", job_id, r.generation)
+            self._kill(r)
+        self._start(job_id, assignment)
+
+    def _start(self, job_id: str, assignment: dict[str, Any], unexpected: int = 0) -> None:
+        spec = self.specs(job_id)
+        if spec.entrypoint is None:
+            raise ValueError(f"job {job_id} has no entrypoint")
+        gen = self.generations.get(job_id, 0) + 1
+        self.generations[job_id] = gen
+        a = assignment_from_dict(assignment)
+        assert a is not None
+        label = self.inventory.label_for_type(a.gpu_type)
+        req = runs.RunRequest(
+            job_id=job_id,
+            generation=gen,
+            entrypoint=spec.entrypoint,
+            total_steps=int(spec.total_steps),
+            config=dict(spec.config),
+            workers=a.workers,
+            label_selectors=runs.worker_selectors(label, a.nodes, a.workers),
+            storage_path=self.storage_path,
+        )
+        runs.start_run(req)
+        now = time.time()
+        asked = self.stop_requested_at.pop(job_id, None)
+        if asked is not None:
+            self.gaps.append({"job_id": job_id, "generation": gen, "gap_s": now - asked})
+        self.runs[job_id] = RunRecord(job_id, gen, assignment, now, unexpected_ends=unexpected)
+        self.launches.append((now, job_id, gen, assignment))
+        self.dirty = True
+
+    def _stop(self, job_id: str, next_assignment: dict[str, Any] | None) -> None:
+        r = self.runs.get(job_id)
+        if r is None:
+            if next_assignment is not None:
+                self._start(job_id, next_assignment)
+            return
+        r.next_assignment = next_assignment
+        if r.phase != "stopping":
+            r.phase, r.deadline = "stopping", time.time() + self.grace_s
+            self.stop_requested_at[job_id] = time.time()
+            runs.request_stop(job_id, r.generation)
+        self.dirty = True
+
+    def _finish(self, job_id: str) -> None:
+        r = self.runs.pop(job_id, None)
+        if r is not None:
+            runs.request_stop(job_id, r.generation)
+            self._kill(r)
+            self.dirty = True
+
+    def _kill(self, r: RunRecord) -> None:
+        runs.kill_run(r.job_id, r.generation)
+
+    # ------------------------------------------------------------------ events
+
+    def poll(self) -> list[m.Event]:
+        events: list[m.Event] = list(self.inventory.refresh())
+        down = {e.node_id for e in events if isinstance(e, m.NodeDown)}
+        for jid, r in list(self.runs.items()):
+            if any(n in down for n, _ in r.assignment["nodes"]):
+                log.info("run %s g%d lost a node: dropping it", jid, r.generation)
+                self._kill(r)
+                del self.runs[jid]
+                self.dirty = True
+        if not self.runs:
+            return events
+        records: dict[str, dict[str, Any]] = ray.get(self.control.snapshot.remote())
+        now = time.time()
+        for jid, r in list(self.runs.items()):
+            rec = records.get(jid)
+            if rec is not None and rec["generation"] != r.generation:
+                rec = None
+            if rec is not None and rec["steps"] > r.reported_steps and rec["outcome"] is None:
+                r.reported_steps = rec["steps"]
+                events.append(m.JobProgress(jid, rec["steps"], rec["steps_per_s"]))
+            if rec is not None and rec["outcome"] is not None:
+                events += self._ended(r, rec["outcome"], rec["steps"], rec["message"])
+            elif r.phase == "stopping" and (now > r.deadline or not (rec or {}).get("workers")):
+                # Past the grace period, or still starting (no worker has reached the step
+                # loop, so there is nothing to checkpoint): kill rather than wait, else a
+                # slow start can outlive a whole round and the runs thrash.
+                log.info("stopping run %s g%d by kill", jid, r.generation)
+                self._kill(r)
+                found = latest_checkpoint(os.path.join(self.storage_path, runs.run_name(jid)))
+                events += self._ended(r, "stopped", float(found[1]) if found else 0.0, "")
+            elif now - r.launched_at > START_GRACE_S and not runs.run_alive(jid, r.generation):
+                events += self._ended(r, "lost", r.reported_steps, "run actor vanished")
+        return events
+
+    def _ended(self, r: RunRecord, outcome: str, steps: float, message: str) -> list[m.Event]:
+        """A run ended: report it, or start the queued next generation."""
+        jid = r.job_id
+        self._kill(r)
+        del self.runs[jid]
+        self.dirty = True
+        if outcome == "completed":
+            return [m.JobCompleted(jid, steps)]
+        if r.phase == "stopping":
+            if r.next_assignment is not None:
+                self._start(jid, r.next_assignment)
+                return [m.JobProgress(jid, steps)]
+            return [m.JobStopped(jid, steps)]
+        alive = set(self.inventory.nodes)
+        if any(n not in alive for n, _ in r.assignment["nodes"]):
+            return []  # its node is gone: the NodeDown already re-queued the job
+        if outcome == "failed" or r.unexpected_ends + 1 > MAX_UNEXPECTED_ENDS:
+            return [m.JobFailed(jid, message or outcome)]
+        log.warning("run %s g%d ended unexpectedly (%s): restarting it", jid, r.generation, outcome)
+        self._start(jid, r.assignment, unexpected=r.unexpected_ends + 1)
+        return [m.JobProgress(jid, steps)] if steps else []
+
+    # ------------------------------------------------------------------ restart
+
+    def reconcile(self, desired: Mapping[str, m.Assignment]) -> None:
+        """After a restart: make the runs match what the core believes (no new decisions).
+
+        Runs the core still wants keep going untouched; a run whose job the core no
+        longer runs is stopped; a job the core runs but that has no live run is
+        started again from its latest checkpoint.
+        """
+        self.inventory.refresh()
+        records: dict[str, dict[str, Any]] = ray.get(self.control.snapshot.remote())
+        for jid, r in list(self.runs.items()):
+            rec = records.get(jid)
+            alive = runs.run_alive(jid, r.generation)
+            finished = rec is not None and rec["generation"] == r.generation and rec["outcome"]
+            if not alive and not finished:
+                log.info("reconcile: run %s g%d is gone", jid, r.generation)
+                del self.runs[jid]
+            elif jid not in desired and r.phase == "running":
+                self._stop(jid, None)
+        for jid, a in desired.items():
+            want = assignment_to_dict(a)
+            cur = self.runs.get(jid)
+            if cur is None:
+                log.info("reconcile: starting %s again", jid)
+                assert want is not None
+                self._start(jid, want)
+            elif cur.phase == "running" and cur.assignment != want:
+                self._stop(jid, want)
+            elif cur.phase == "stopping":
+                cur.next_assignment = want
+        self.dirty = True
+
+    def worker_placements(self) -> dict[str, dict[str, Any]]:
+        """The control actor's records (steps, outcome, workers' own node labels)."""
+        out: dict[str, dict[str, Any]] = ray.get(self.control.snapshot.remote())
+        return out

@@ -1,0 +1,168 @@
+"""Ray Train runs: launch, stop cooperatively, kill after a grace period, resume.
+
+Each run of a job lives in its own *detached* actor (``lyra-run-<job>-g<n>``) that calls
+``TorchTrainer.fit()``. Detached because a non-detached owner takes its children down
+with it: if the scheduler actor started the fit() task itself, killing the scheduler
+would kill every training job. Killing the run actor is the hard stop — Ray tears down
+the Train controller and its workers it owns, and (with the dashboard on) frees the
+GPUs in about a second.
+
+The run name and storage path are stable per job, so a rerun writes its checkpoints
+next to the old ones and :func:`jobs.checkpointing.latest_checkpoint` finds the newest.
+"""
+
+from __future__ import annotations
+
+import importlib
+import logging
+import os
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import ray
+
+from jobs.checkpointing import NAMESPACE, RESUME_KEY, latest_checkpoint
+from lyra_ray.runtime.control import get_or_create_control
+from lyra_ray.runtime.inventory import GPU_TYPE_LABEL
+
+log = logging.getLogger(__name__)
+
+RUN_PREFIX = "lyra-run-"
+NODE_ID_LABEL = "ray.io/node-id"
+
+
+def run_actor_name(job_id: str, generation: int) -> str:
+    """One actor name per run generation: a new run never races a dying one for a name."""
+    return f"{RUN_PREFIX}{job_id}-g{generation}"
+
+
+def run_name(job_id: str) -> str:
+    """The stable Ray Train ``RunConfig.name`` of a job (same across reruns)."""
+    return f"lyra-{job_id}"
+
+
+def load_entrypoint(entrypoint: str) -> Callable[..., Any]:
+    """Import ``"module:function"``; raises ImportError/AttributeError/ValueError."""
+    module, sep, attr = entrypoint.partition(":")
+    if not sep or not module or not attr:
+        raise ValueError(f"entrypoint {entrypoint!r} is not 'module:function'")
+    fn = getattr(importlib.import_module(module), attr)
+    if not callable(fn):
+        raise TypeError(f"entrypoint {entrypoint!r} is not callable")
+    return fn  # type: ignore[no-any-return]
+
+
+@dataclass(frozen=True)
+class RunRequest:
+    """Everything a run actor needs: plain data, so it pickles across processes."""
+
+    job_id: str
+    generation: int
+    entrypoint: str
+    total_steps: int
+    config: Mapping[str, Any]
+    workers: int
+    label_selectors: tuple[Mapping[str, str], ...]
+    storage_path: str
+
+
+def worker_selectors(
+    gpu_label: str, nodes: Sequence[tuple[str, int]], workers: int
+) -> tuple[dict[str, str], ...]:
+    """One label selector per worker: its node (when placed) and always its GPU type."""
+    out: list[dict[str, str]] = []
+    for node_id, gpus in nodes:
+        out += [{GPU_TYPE_LABEL: gpu_label, NODE_ID_LABEL: node_id}] * gpus
+    while len(out) < workers:
+        out.append({GPU_TYPE_LABEL: gpu_label})
+    return tuple(out[:workers])
+
+
+@ray.remote(num_cpus=0, max_restarts=0)
+class TrainRun:
+    """Hosts one ``fit()``; reports the outcome to the control actor, then exits."""
+
+    def run(self, req: RunRequest) -> str:
+        from ray.train import FailureConfig, RunConfig, ScalingConfig
+        from ray.train.torch import TorchConfig, TorchTrainer
+
+        control = get_or_create_control()
+        steps = 0.0
+        try:
+            fn = load_entrypoint(req.entrypoint)
+            resume = latest_checkpoint(os.path.join(req.storage_path, run_name(req.job_id)))
+            config = dict(req.config)
+            config.update(
+                total_steps=req.total_steps,
+                lyra_job_id=req.job_id,
+                lyra_generation=req.generation,
+            )
+            if resume is not None:
+                config[RESUME_KEY] = resume[0]
+                steps = float(resume[1])
+            selectors = [dict(s) for s in req.label_selectors]
+            trainer = TorchTrainer(
+                fn,
+                train_loop_config=config,
+                torch_config=TorchConfig(backend="gloo"),
+                scaling_config=ScalingConfig(
+                    num_workers=req.workers,
+                    use_gpu=True,
+                    resources_per_worker={"GPU": 1},
+                    label_selector=selectors,
+                ),
+                run_config=RunConfig(
+                    name=run_name(req.job_id),
+                    storage_path=req.storage_path,
+                    failure_config=FailureConfig(max_failures=0),
+                ),
+            )
+            result = trainer.fit()
+            steps = float((result.metrics or {}).get("step", steps))
+            outcome = "completed" if steps >= req.total_steps else "stopped"
+            message = ""
+        except Exception as e:  # the user's loop failed, or the run was torn down
+            log.exception("run %s/%d failed", req.job_id, req.generation)
+            stopping = ray.get(control.should_stop.remote(req.job_id, req.generation))
+            outcome, message = ("stopped", "") if stopping else ("failed", repr(e)[:2000])
+            found = latest_checkpoint(os.path.join(req.storage_path, run_name(req.job_id)))
+            steps = float(found[1]) if found else 0.0
+        ray.get(control.finish.remote(req.job_id, req.generation, outcome, steps, message))
+        return outcome
+
+
+def start_run(req: RunRequest) -> None:
+    """Start (or resume) a run of ``req.generation`` (older generations see should_stop)."""
+    control = get_or_create_control()
+    ray.get(control.begin.remote(req.job_id, req.generation))
+    actor = TrainRun.options(  # type: ignore[attr-defined]
+        name=run_actor_name(req.job_id, req.generation),
+        namespace=NAMESPACE,
+        lifetime="detached",
+        resources={"node:__internal_head__": 0.001},
+    ).remote()
+    actor.run.remote(req)
+    log.info("launched %s gen %d with %d workers", req.job_id, req.generation, req.workers)
+
+
+def run_alive(job_id: str, generation: int) -> bool:
+    try:
+        ray.get_actor(run_actor_name(job_id, generation), namespace=NAMESPACE)
+    except ValueError:
+        return False
+    return True
+
+
+def request_stop(job_id: str, generation: int) -> None:
+    get_or_create_control().request_stop.remote(job_id, generation)
+
+
+def kill_run(job_id: str, generation: int) -> bool:
+    """Hard stop: kill the run actor (and with it the Train controller and workers)."""
+    try:
+        actor = ray.get_actor(run_actor_name(job_id, generation), namespace=NAMESPACE)
+    except ValueError:
+        return False
+    ray.kill(actor, no_restart=True)
+    return True

@@ -1,0 +1,320 @@
+"""The GlobalScheduler: a detached, named, restartable actor that loops poll -> step -> apply.
+
+It is deliberately thin. Every decision is the core's; every Ray call is RayRuntime's.
+What lives here is the loop, the durable state and the boundary: the SDK's calls
+(submit / cancel / status / list) land in the SQLite inbox first, so an accepted job
+survives a crash, and live-only checks (importable entrypoint, a GPU type this cluster
+has, enough GPUs of one type) refuse bad input before it can reach the core.
+
+Order inside one cycle: fold inbox + polled events -> ``core.step`` -> persist (state
+and consumed inbox rows in one transaction) -> apply. Persisting before applying means
+a crash can only leave "decided but not yet done", which :meth:`RayRuntime.reconcile`
+carries out on restart; never "done but forgotten", which would run a job twice.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import threading
+import time
+import uuid
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass
+from typing import Any
+
+import ray
+
+from jobs.checkpointing import NAMESPACE
+from lyra_ray import model as m
+from lyra_ray.core import SchedulerCore
+from lyra_ray.errors import InputError
+from lyra_ray.runtime.ray_runtime import RayRuntime
+from lyra_ray.runtime.runs import load_entrypoint
+from lyra_ray.runtime.store import StateStore
+from lyra_ray.sdk import SCHEDULER_ACTOR
+from lyra_ray.spec import parse_job_spec
+from lyra_ray.state import assignment_to_dict, spec_from_dict, spec_to_dict
+from lyra_ray.throughput import MeasuredThroughputs, catalogue_throughputs
+from policies.base import get_policy
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class SchedulerConfig:
+    """The ``lyra:`` section of cluster.yaml (all fields optional)."""
+
+    policy: str = "fifo"
+    round_s: float = 360.0
+    period_s: float = 1.0
+    state_dir: str = "/tmp/lyra/state"
+    storage_path: str = "/tmp/lyra/checkpoints"
+    grace_s: float = 30.0
+
+    @classmethod
+    def from_dict(cls, raw: Mapping[str, Any] | None) -> SchedulerConfig:
+        raw = dict(raw or {})
+        known = set(cls.__dataclass_fields__)
+        unknown = sorted(set(raw) - known)
+        if unknown:
+            raise InputError(f"lyra config: unknown field(s) {unknown}; known: {sorted(known)}")
+        try:
+            cfg = cls(**raw)
+            for f in ("round_s", "period_s", "grace_s"):
+                if float(getattr(cfg, f)) <= 0:
+                    raise ValueError(f"field '{f}' must be > 0")
+        except (TypeError, ValueError) as e:
+            raise InputError(f"lyra config: {e}") from None
+        return cfg
+
+
+def _slug(name: str) -> str:
+    return re.sub(r"[^a-z0-9]+", "-", name.lower()).strip("-")[:24] or "job"
+
+
+@ray.remote(num_cpus=0, max_restarts=-1, max_concurrency=16)
+class GlobalScheduler:
+    def __init__(self, config: dict[str, Any]) -> None:
+        logging.basicConfig(level=logging.INFO)
+        self.cfg = SchedulerConfig.from_dict(config)
+        self.store = StateStore(self.cfg.state_dir)
+        self.lock = threading.RLock()
+        self.wake = threading.Event()
+        self.throughputs = MeasuredThroughputs(catalogue_throughputs())
+        self.core = SchedulerCore(get_policy(self.cfg.policy), self.throughputs, self.cfg.round_s)
+        self.runtime = RayRuntime(
+            lambda j: self.core.jobs[j].spec, self.cfg.storage_path, self.cfg.grace_s
+        )
+        self.reasons: dict[str, str] = {}
+        self.last_tick = 0.0
+        self.cycle_s: list[dict[str, float]] = []
+        self.restarts = 0
+        saved = self.store.load()
+        if saved is not None:
+            self.core.load_state(saved["core"])
+            self.runtime.load_state(saved["runtime"])
+            self.reasons = dict(saved.get("reasons", {}))
+            self.last_tick = float(saved.get("last_tick", 0.0))
+            self.restarts = int(saved.get("restarts", 0)) + 1
+            desired = {
+                j.id: j.current
+                for j in self.core.active()
+                if j.status is m.JobStatus.RUNNING and j.current is not None
+            }
+            self.runtime.reconcile(desired)
+            log.info("restored %d jobs (restart %d)", len(self.core.jobs), self.restarts)
+        self._save([])
+        self._stopped = False
+        threading.Thread(target=self._loop, name="lyra-loop", daemon=True).start()
+
+    # ------------------------------------------------------------------ the loop
+
+    def _loop(self) -> None:
+        while not self._stopped:
+            try:
+                self.cycle()
+            except Exception:
+                log.exception("scheduling cycle failed")
+            self.wake.wait(self.cfg.period_s)
+            self.wake.clear()
+
+    def cycle(self) -> int:
+        """One poll -> step -> persist -> apply; returns the number of actions."""
+        with self.lock:
+            c0 = time.perf_counter()
+            events: list[m.Event] = []
+            rows = self.store.pending()
+            for _seq, kind, jid, payload in rows:
+                if kind == "submit":
+                    events.append(m.JobSubmitted(jid, spec_from_dict(payload)))
+                elif kind == "cancel" and jid in self.core.jobs:
+                    events.append(m.JobCancelled(jid))
+            events += self.runtime.poll()
+            now = max(time.time(), self.core.now)
+            if now - self.last_tick >= self.cfg.round_s:
+                events.append(m.Tick())
+                self.last_tick = now
+            for e in events:
+                if isinstance(e, m.JobFailed):
+                    self.reasons[e.job_id] = e.reason
+            t0 = time.perf_counter()
+            actions = self.core.step(now, events)
+            step_s = time.perf_counter() - t0
+            if events or actions or self.runtime.dirty:
+                self._save([r[0] for r in rows])
+            if actions:
+                log.info("actions: %s", actions)
+                self.runtime.apply(actions)
+                self._save([])
+            if events:  # a cycle that had something to decide
+                self.cycle_s.append(
+                    {
+                        "cycle_s": time.perf_counter() - c0,
+                        "step_s": step_s,
+                        "events": len(events),
+                        "jobs": len(self.core.active()),
+                    }
+                )
+                del self.cycle_s[:-5000]
+            return len(actions)
+
+    def _save(self, consumed: list[int]) -> None:
+        self.runtime.dirty = False
+        self.store.commit(
+            {
+                "core": self.core.to_state(),
+                "runtime": self.runtime.to_state(),
+                "reasons": self.reasons,
+                "last_tick": self.last_tick,
+                "restarts": self.restarts,
+            },
+            consumed,
+        )
+
+    # ------------------------------------------------------------------ the boundary
+
+    def validate(self, raw: Mapping[str, Any]) -> m.JobSpec:
+        """Parse + the checks only a live cluster can make; raises InputError."""
+        name = raw.get("name") if isinstance(raw, Mapping) else None
+        source = f"job {name!r}" if name else "job"
+        with self.lock:
+            if not self.runtime.inventory.nodes:
+                self.runtime.inventory.refresh()
+            gpus = self.runtime.inventory.gpus_by_type()
+        spec = parse_job_spec(
+            raw,
+            source=source,
+            known_gpu_types=list(gpus),
+            known_job_types=sorted(getattr(self.throughputs.seed, "job_types", ())) or None,
+        )
+        if spec.entrypoint is None:
+            raise InputError(f"{source}: field 'entrypoint': required to run on the cluster")
+        try:
+            load_entrypoint(spec.entrypoint)
+        except Exception as e:
+            raise InputError(
+                f"{source}: field 'entrypoint': cannot import {spec.entrypoint!r}: {e}"
+            ) from None
+        usable = {g: n for g, n in gpus.items() if self.throughputs.throughput(spec, g, 1) > 0}
+        biggest = max(usable.values(), default=0)
+        if spec.min_workers > biggest:
+            field = "workers" if not spec.elastic else "min_workers"
+            raise InputError(
+                f"{source}: field '{field}': needs {spec.min_workers} GPUs of one type; "
+                f"this cluster has at most {biggest} of a type the job can use ({usable})"
+            )
+        return spec
+
+    def check(self, raw: dict[str, Any]) -> dict[str, Any]:
+        try:
+            self.validate(raw)
+        except InputError as e:
+            return {"ok": False, "error": str(e)}
+        return {"ok": True}
+
+    def submit(self, raw: dict[str, Any], token: str | None = None) -> dict[str, Any]:
+        try:
+            spec = self.validate(raw)
+        except InputError as e:
+            return {"ok": False, "error": str(e)}
+        seq = self.store.next_seq("job_seq")
+        jid = f"{_slug(spec.name)}-{seq:04d}-{uuid.uuid4().hex[:4]}"
+        jid = self.store.enqueue("submit", jid, spec_to_dict(spec), token)
+        self.wake.set()
+        return {"ok": True, "job_id": jid}
+
+    def cancel(self, job_id: str) -> dict[str, Any]:
+        with self.lock:
+            known = job_id in self.core.jobs or any(r[2] == job_id for r in self.store.pending())
+        if not known:
+            return {"ok": False, "error": f"field 'job_id': unknown job {job_id!r}"}
+        self.store.enqueue("cancel", job_id, {})
+        self.wake.set()
+        return {"ok": True, "job_id": job_id}
+
+    def status(self, job_id: str) -> dict[str, Any] | None:
+        with self.lock:
+            j = self.core.jobs.get(job_id)
+            if j is None:
+                pending = [r for r in self.store.pending() if r[2] == job_id]
+                if not pending:
+                    return None
+                return {"id": job_id, "name": pending[0][3].get("name"), "status": "submitted"}
+            return self._describe(j.id)
+
+    def _describe(self, job_id: str) -> dict[str, Any]:
+        j = self.core.jobs[job_id]
+        now = self.core.now
+        start = j.first_start_s
+        end = j.finish_s if j.finish_s is not None else now
+        return {
+            "id": j.id,
+            "name": j.spec.name,
+            "user": j.spec.user,
+            "status": j.status.value,
+            "assignment": assignment_to_dict(j.current),
+            "steps_done": j.steps_done,
+            "total_steps": j.spec.total_steps,
+            "min_workers": j.spec.min_workers,
+            "max_workers": j.spec.max_workers,
+            "queued_s": (start if start is not None else end) - j.arrival_s,
+            "run_s": sum(j.time_received_s.values()),
+            "num_preemptions": j.num_preemptions,
+            "num_resizes": j.num_resizes,
+            "generation": self.runtime.generations.get(j.id, 0),
+            "reason": self.reasons.get(j.id),
+        }
+
+    # ------------------------------------------------------------------ introspection
+
+    def ping(self) -> dict[str, Any]:
+        return {"restarts": self.restarts, "config": asdict(self.cfg)}
+
+    def nodes(self) -> list[dict[str, Any]]:
+        with self.lock:
+            return [asdict(n) for n in self.runtime.inventory.nodes.values()]
+
+    def launches(self) -> list[tuple[float, str, int, dict[str, Any]]]:
+        with self.lock:
+            return list(self.runtime.launches)
+
+    def runs(self) -> dict[str, dict[str, Any]]:
+        """The control records: per job its latest run's steps and workers' node labels."""
+        return self.runtime.worker_placements()
+
+    def history(self) -> list[dict[str, Any]]:
+        """Every worker's own report of its node and labels, for all runs."""
+        out: list[dict[str, Any]] = ray.get(self.runtime.control.history.remote())
+        return out
+
+    def stats(self) -> dict[str, Any]:
+        with self.lock:
+            return {
+                "cycle_s": list(self.cycle_s),
+                "gaps": list(self.runtime.gaps),
+                "cycles": self.core.cycles,
+                "restarts": self.restarts,
+            }
+
+    def shutdown(self) -> None:
+        self._stopped = True
+        self.wake.set()
+
+    def list(self) -> list[dict[str, Any]]:  # last: the name shadows `list` in the class
+        with self.lock:
+            return [self._describe(k) for k in sorted(self.core.jobs)]
+
+
+def start_scheduler(config: Mapping[str, Any] | None = None) -> Any:
+    """Create (or find) the detached scheduler actor on the head node; wait until ready."""
+    cfg = SchedulerConfig.from_dict(config)
+    actor = GlobalScheduler.options(  # type: ignore[attr-defined]
+        name=SCHEDULER_ACTOR,
+        namespace=NAMESPACE,
+        lifetime="detached",
+        get_if_exists=True,
+        resources={"node:__internal_head__": 0.001},
+    ).remote(asdict(cfg))
+    ray.get(actor.ping.remote())
+    return actor

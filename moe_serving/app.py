@@ -1,0 +1,201 @@
+"""The Ray Serve application: an ingress that runs attention and gating, expert deployments.
+
+WHY this shape (Lina on Serve): one deployment per (layer, expert), whose replica count is the
+planner's replica count for that expert, each replica on its own GPU slot. The ingress runs
+embedding, attention and the gate for a whole batch of tokens, splits each expert's tokens
+into as many chunks as the expert has replicas (so a popular expert's batch is shared by its
+replicas, as Lina does), awaits all calls of a layer together, and combines. A Serve handle
+call costs milliseconds here, so tokens travel in batches, never one by one.
+
+Re-planning changes only replica counts, through Serve's external scaler (``scaler.py``), so
+replicas of experts whose count does not drop keep running.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+from ray import serve
+from ray.serve.handle import DeploymentHandle
+from ray.util import metrics
+
+from moe_serving.experts import ExpertWeights, expert_ffn
+from moe_serving.model import MoEConfig, MoEModel
+
+log = logging.getLogger(__name__)
+APP_NAME = "moe"
+INGRESS_NAME = "moe_ingress"
+
+
+def expert_name(layer: int, expert: int) -> str:
+    return f"expert_l{layer}_e{expert}"
+
+
+@dataclass(frozen=True)
+class ServiceTime:
+    """Calibrated device service time: ``fixed_s + per_token_s * tokens`` per call.
+
+    Used by the benchmark's calibrated mode, where each replica stands for one device: the
+    replica computes the real output, then sleeps out the rest of the calibrated time. One
+    call at a time per replica (``max_ongoing_requests=1``), as on a device. The ingress
+    sends it with every call, so a mode switch needs no redeploy.
+    """
+
+    fixed_s: float
+    per_token_s: float
+
+    def seconds(self, tokens: int) -> float:
+        return self.fixed_s + self.per_token_s * tokens
+
+
+@serve.deployment(max_ongoing_requests=1, ray_actor_options={"num_cpus": 0})
+class ExpertReplica:
+    """One replica of one expert FFN (numpy; no torch in these processes)."""
+
+    def __init__(self, weights: ExpertWeights) -> None:
+        self.w = weights
+
+    def __call__(
+        self, x: npt.NDArray[np.float32], service: ServiceTime | None = None
+    ) -> npt.NDArray[np.float32]:
+        start = time.perf_counter()
+        y = expert_ffn(x, self.w)
+        if service is not None:
+            left = service.seconds(x.shape[0]) - (time.perf_counter() - start)
+            if left > 0:
+                time.sleep(left)
+        return y
+
+    def compute_seconds(self, tokens: int, dim: int, hidden: int, repeats: int = 3) -> float:
+        """Median wall time, in this process, of an expert FFN of the given shape."""
+        rng = np.random.default_rng(0)
+        w = ExpertWeights(
+            (rng.standard_normal((hidden, dim), dtype=np.float32) / np.sqrt(dim)),
+            np.zeros(hidden, dtype=np.float32),
+            (rng.standard_normal((dim, hidden), dtype=np.float32) / np.sqrt(hidden)),
+            np.zeros(dim, dtype=np.float32),
+        )
+        x = rng.standard_normal((tokens, dim), dtype=np.float32)
+        times = []
+        for _ in range(repeats):
+            t0 = time.perf_counter()
+            expert_ffn(x, w)
+            times.append(time.perf_counter() - t0)
+        return float(np.median(times))
+
+
+@serve.deployment(max_ongoing_requests=256, ray_actor_options={"num_cpus": 0})
+class MoEIngress:
+    """Embedding, attention, gating and combine; dispatches token batches to experts."""
+
+    def __init__(
+        self,
+        cfg: MoEConfig,
+        state: dict[str, npt.NDArray[np.float32]],
+        experts: list[list[DeploymentHandle[Any]]],
+        counts: list[list[int]],
+    ) -> None:
+        import torch
+
+        torch.set_num_threads(1)
+        self.torch = torch
+        self.model = MoEModel(cfg)
+        self.model.load_state_dict({k: torch.from_numpy(v) for k, v in state.items()})
+        # Grad mode is thread-local, and concurrent requests interleave on one event-loop
+        # thread, so a `with no_grad()` in one coroutine can be undone by another's exit.
+        # Parameters that never require grad make the mode irrelevant.
+        self.model.requires_grad_(False)
+        self.handles = experts
+        self.counts = np.asarray(counts, dtype=np.int64)
+        self.service: ServiceTime | None = None
+        self.window = np.zeros((cfg.layers, cfg.experts))
+        tags = ("layer", "expert")
+        self.m_tokens = metrics.Counter(
+            "moe_expert_tokens", "Tokens routed to an expert", tag_keys=tags
+        )
+        self.m_latency = metrics.Histogram(
+            "moe_expert_call_ms",
+            "Latency of one layer's call to an expert (all its chunks)",
+            boundaries=[1, 2, 5, 10, 20, 50, 100, 200, 500, 1000],
+            tag_keys=tags,
+        )
+        self.m_replicas = metrics.Gauge(
+            "moe_expert_replicas",
+            "Replicas the ingress splits an expert's tokens over",
+            tag_keys=tags,
+        )
+
+    async def _call_expert(self, layer: int, expert: int, x: Any) -> Any:
+        """Split the expert's tokens over its replicas, call them together, re-join."""
+        n = x.shape[0]
+        parts = min(int(self.counts[layer, expert]), n)
+        chunks = np.array_split(x.numpy(), parts)
+        t0 = time.perf_counter()
+        handle = self.handles[layer][expert]
+        ys = await asyncio.gather(*(handle.remote(c, self.service) for c in chunks))
+        tags = {"layer": str(layer), "expert": str(expert)}
+        self.m_latency.observe((time.perf_counter() - t0) * 1e3, tags=tags)
+        self.m_tokens.inc(n, tags=tags)
+        self.m_replicas.set(float(self.counts[layer, expert]), tags=tags)
+        return self.torch.from_numpy(np.concatenate(ys))
+
+    async def __call__(self, tokens: npt.NDArray[np.int64]) -> npt.NDArray[np.float32]:
+        """Forward a [B, T] batch of token ids; returns the final hidden states [B, T, dim]."""
+        torch = self.torch
+        h = self.model.embed(torch.as_tensor(tokens, dtype=torch.long))
+        for layer in range(self.model.cfg.layers):
+            h = self.model.attend(layer, h)
+            xn, idx, w = self.model.route(layer, h)
+            ds = self.model.dispatch(idx, w)
+            for d in ds:
+                self.window[layer, d.expert] += d.rows.numel()
+            ys = await asyncio.gather(*(self._call_expert(layer, d.expert, xn[d.rows]) for d in ds))
+            h = self.model.combine(h, ds, list(ys))
+        out: npt.NDArray[np.float32] = self.model.finish(h).numpy()
+        return out
+
+    def set_counts(self, counts: list[list[int]]) -> None:
+        """Adopt the replica counts the re-planner applied (used to split tokens)."""
+        self.counts = np.asarray(counts, dtype=np.int64)
+
+    def set_service(self, service: ServiceTime | None) -> None:
+        """Switch expert calls to calibrated device time (or back to plain compute)."""
+        self.service = service
+
+    def take_window(self) -> list[list[float]]:
+        """Actual per-expert token counts since the last call (for phase-2 re-planning)."""
+        out = self.window.tolist()
+        self.window[:] = 0
+        return out
+
+
+def build_app(
+    model: MoEModel,
+    counts: npt.NDArray[np.int64],
+    gpus_per_replica: float = 0.0,
+) -> Any:
+    """Bind the ingress and one deployment per (layer, expert) with ``counts`` replicas."""
+    cfg = model.cfg
+    if counts.shape != (cfg.layers, cfg.experts) or counts.min() < 1:
+        raise ValueError(f"counts must be [{cfg.layers}, {cfg.experts}] and >= 1")
+    opts: dict[str, Any] = {"num_cpus": 0, "num_gpus": gpus_per_replica}
+    experts = [
+        [
+            ExpertReplica.options(  # type: ignore[attr-defined]
+                name=expert_name(layer, e),
+                num_replicas=int(counts[layer, e]),
+                ray_actor_options=opts,
+            ).bind(model.expert_weights(layer, e))
+            for e in range(cfg.experts)
+        ]
+        for layer in range(cfg.layers)
+    ]
+    state = {k: v.detach().numpy().copy() for k, v in model.state_dict().items()}
+    ingress = MoEIngress.options(name=INGRESS_NAME)  # type: ignore[attr-defined]
+    return ingress.bind(cfg, state, experts, counts.tolist())

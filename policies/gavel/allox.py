@@ -1,0 +1,78 @@
+"""AlloX (EuroSys'20): minimise average completion time by min-cost matching.
+
+AlloX matches jobs to (GPU, position) slots: on one GPU, the job k-th from last adds
+``k * p_mj`` to the total completion time, ``p_mj`` its remaining time there. GPUs of one
+type are interchangeable, so instead of a bipartite graph over every GPU the slots are
+collapsed to (type, position) with capacity ``num_gpus_j`` (in GPUs, so multi-GPU jobs
+count ``sf``): a transportation LP, integral for single-GPU jobs, solved by HiGHS
+simplex. The jobs that run now are, per type, the ones at the highest positions (first
+in their GPU's sequence), ties to the shortest; they get ``X = 1`` there. Like Gavel's
+AlloX, each job runs on one type at a time and the allocation is recomputed on every
+arrival and completion.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import ClassVar
+
+import numpy as np
+import scipy.sparse as sp
+from numpy.typing import NDArray
+
+from lyra_ray.model import Allocation, ClusterSnapshot
+from policies.base import register
+from policies.gavel.inputs import build_problem, to_allocation
+from policies.gavel.lp import solve_min
+
+
+@register
+class AlloX:
+    name: ClassVar[str] = "allox"
+    shuffle_round_types: ClassVar[bool] = True
+    """Gavel shuffles GPU types each round for policies without "Perf" in the name."""
+
+    def allocate(self, snap: ClusterSnapshot) -> Allocation:
+        p = build_problem(snap)
+        if p.n == 0 or p.k == 0:
+            return Allocation()
+        n, k = p.n, p.k
+        r = np.array([max(j.remaining_steps, 1e-9) for j in p.jobs]).reshape(n)
+        ok = p.runnable
+        proc = np.where(ok, r[:, None] / np.where(p.T > 0, p.T, 1.0), 0.0)
+        depth = math.ceil(float(p.sf.sum()) / max(1.0, float(p.capacity.min()))) + 1
+        depth = max(1, min(depth, n))
+        pos = np.arange(1, depth + 1, dtype=np.float64)
+        # column (m, j, q): job m on type j at position q (q-th from last)
+        cost = (proc[:, :, None] * pos[None, None, :]).ravel()
+        ub = np.repeat(ok.ravel().astype(np.float64), depth)
+        big = float(cost.max(initial=1.0)) * 10 + 1.0
+        cost = np.where(ub > 0, cost, big)
+        m_idx, j_idx, q_idx = np.unravel_index(np.arange(n * k * depth), (n, k, depth))
+        # each runnable job exactly once: sum <= 1 and -sum <= -1
+        runnable_jobs: NDArray[np.bool_] = np.asarray(ok.any(axis=1))
+        A_job = sp.csr_matrix(
+            (np.ones(m_idx.size), (m_idx, np.arange(m_idx.size))), (n, m_idx.size)
+        )
+        slot = j_idx * depth + q_idx
+        A_slot = sp.csr_matrix(
+            (p.sf[m_idx], (slot, np.arange(m_idx.size))), (k * depth, m_idx.size)
+        )
+        A = sp.vstack([A_job, -A_job[runnable_jobs], A_slot]).tocsr()
+        b = np.concatenate(
+            [np.ones(n), -np.ones(int(runnable_jobs.sum())), np.repeat(p.capacity, depth)]
+        )
+        z, _ = solve_min(cost, A, b, ub, method="simplex")
+        z = z.reshape(n, k, depth)
+        X = np.zeros((n, k))
+        placed = z.reshape(n, -1).argmax(axis=1)
+        jt, qt = np.unravel_index(placed, (k, depth))
+        for j in range(k):
+            mine = [m for m in range(n) if runnable_jobs[m] and jt[m] == j]
+            mine.sort(key=lambda m: (-qt[m], proc[m, j]))
+            left = p.capacity[j]
+            for m in mine:
+                if p.sf[m] <= left:
+                    X[m, j] = 1.0
+                    left -= p.sf[m]
+        return to_allocation(p, X)

@@ -1,0 +1,118 @@
+"""Turn a :class:`ClusterSnapshot` into the dense arrays Gavel's LPs are written over.
+
+Every Gavel policy sees the same few arrays: the throughput matrix ``T`` (jobs x GPU
+types, steps/s of the job at its scale factor), the scale factors, the priority weights
+and the GPU count per type. Building them once here keeps the policy files about the
+optimisation problem only, and makes "heterogeneity-agnostic" one flag: Gavel's agnostic
+variants replace every non-zero throughput by 1.0, so the solver cannot tell GPU types
+apart.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+import numpy as np
+from numpy.typing import NDArray
+
+from lyra_ray.model import Allocation, ClusterSnapshot, GpuType, JobId, JobView
+
+FloatArray = NDArray[np.float64]
+
+
+@dataclass(frozen=True)
+class Problem:
+    """The LP data of one snapshot. Row ``i`` of every per-job array is ``jobs[i]``."""
+
+    jobs: tuple[JobView, ...]
+    gpu_types: tuple[GpuType, ...]
+    T: FloatArray
+    """steps/s of job i on GPU type j at its scale factor (0: cannot run there)."""
+    sf: FloatArray
+    weights: FloatArray
+    capacity: FloatArray
+
+    @property
+    def n(self) -> int:
+        return len(self.jobs)
+
+    @property
+    def k(self) -> int:
+        return len(self.gpu_types)
+
+    @property
+    def job_ids(self) -> tuple[JobId, ...]:
+        return tuple(j.id for j in self.jobs)
+
+    @property
+    def runnable(self) -> NDArray[np.bool_]:
+        """Where X may be positive: the job has throughput there and fits the type."""
+        return (self.T > 0) & (self.sf[:, None] <= self.capacity[None, :])
+
+
+def build_problem(snap: ClusterSnapshot, agnostic: bool = False) -> Problem:
+    """Arrays over the snapshot's active jobs (snapshot order) and training GPU types."""
+    gpus = snap.gpus_by_type()
+    types = tuple(sorted(t for t, c in gpus.items() if c > 0))
+    jobs = snap.active_jobs
+    n, k = len(jobs), len(types)
+    T = np.zeros((n, k))
+    for i, job in enumerate(jobs):
+        row = job.throughput  # the core's cached steps/s per type, when complete
+        for j, gt in enumerate(types):
+            v = row[gt] if gt in row else snap.throughput(job, gt)
+            T[i, j] = max(0.0, v)
+    sf = np.array([float(max(1, j.spec.min_workers)) for j in jobs]).reshape(n)
+    w = np.array([float(j.spec.priority_weight) for j in jobs]).reshape(n)
+    w = np.where(w > 0, w, 1.0)
+    cap = np.array([float(gpus[t]) for t in types]).reshape(k)
+    if agnostic:
+        T = (T > 0).astype(np.float64)
+    return Problem(jobs=jobs, gpu_types=types, T=T, sf=sf, weights=w, capacity=cap)
+
+
+def isolated_allocation(sf: FloatArray, capacity: FloatArray, feasible: bool = False) -> FloatArray:
+    """Gavel's "isolated" split: each of n jobs gets 1/n of every type, per its GPUs.
+
+    ``X_ij = cap_j / (n sf_i)``, then every row divided by the largest row sum — exactly
+    Gavel's normalisation, which also scales *up* when the cluster has more GPUs than
+    jobs need (or, with few GPUs, over-commits them): it is only the yardstick that LAS
+    and finish-time fairness normalise by. ``feasible=True`` only ever scales down and
+    then also respects capacity, for use as an actual allocation.
+    """
+    n = sf.shape[0]
+    if n == 0:
+        return np.zeros((0, capacity.shape[0]))
+    x = np.tile(capacity / n, (n, 1)) / sf[:, None]
+    top = float(x.sum(axis=1).max())
+    if feasible:
+        return x / top if top > 1 else x
+    return x / top if top > 0 else x
+
+
+def to_allocation(
+    problem: Problem,
+    X: FloatArray,
+    pairs: Mapping[str, FloatArray] | None = None,
+    tol: float = 1e-9,
+) -> Allocation:
+    """Gavel's X as an :class:`Allocation`; entries below ``tol`` are dropped as noise."""
+    X = np.clip(X, 0.0, 1.0)
+    fractions: dict[str, dict[GpuType, float]] = {}
+    for i, job in enumerate(problem.jobs):
+        fractions[job.id] = {
+            gt: float(X[i, j]) if X[i, j] > tol else 0.0 for j, gt in enumerate(problem.gpu_types)
+        }
+    for key, row in (pairs or {}).items():
+        row = np.clip(row, 0.0, 1.0)
+        if float(row.max(initial=0.0)) > tol:
+            fractions[key] = {
+                gt: float(row[j]) if row[j] > tol else 0.0 for j, gt in enumerate(problem.gpu_types)
+            }
+    return Allocation(fractions=fractions)
+
+
+def effective_throughput(problem: Problem, X: FloatArray) -> FloatArray:
+    """Gavel's ``throughput(m, X) = sum_j T_mj X_mj`` for every job (no pairs)."""
+    return np.asarray((problem.T * X).sum(axis=1), dtype=np.float64)

@@ -1,0 +1,252 @@
+"""The ``lyra`` policy: capacity loaning plus two-phase elastic allocation (EuroSys'23).
+
+Each step:
+
+0. *Loaning* (:mod:`policies.lyra.loaning`): lend idle inference servers (keeping a small
+   reserve, ``reserve_fraction`` of the pool, so that demand noise does not reclaim a
+   server only to lend it again), reclaim what serving needs back by the dependent-value
+   knapsack; jobs on a reclaimed server are scaled in, or, below their minimum, treated
+   as queued at once — they restart elsewhere if GPUs are free, else they are preempted.
+1. *Base demand*: every job's minimum, shortest job first — running jobs first so that
+   an arrival never preempts a running job, only takes back its flexible workers. This
+   minimises queuing: a job waits only if its minimum does not fit.
+2. *Flexible demand* (:mod:`policies.lyra.flexible`): the GPUs left on each type go to the
+   admitted elastic jobs so as to minimise their projected sum of JCTs.
+
+Elastic jobs prefer lent servers and rigid jobs training servers (``preferred_nodes``),
+so that a reclaim usually means a scale-in; a job expected to run longer than
+``loan_max_remaining_s`` does not start on a loaned server at all (it would likely still
+run when serving wants the server back, and it would run slowly there). ``basic`` and
+``lyra-baseline`` are the paper's comparison scenarios, as configurations of the class.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import ClassVar
+
+from lyra_ray.model import Allocation, ClusterSnapshot, GpuType, JobId, JobView, NodeId
+from policies.base import register
+from policies.lyra.flexible import greedy_spare, share_spare
+from policies.lyra.loaning import LoanDecision, ReclaimMode, decide_loans
+from policies.lyra.projection import FluidJob
+
+
+def requested_workers(job: JobView) -> int:
+    """The size a non-elastic scheduler runs a job at: ``config.requested_workers``/min."""
+    raw = job.spec.config.get("requested_workers", job.spec.min_workers)
+    want = int(raw) if isinstance(raw, int | float | str) else job.spec.min_workers
+    return max(job.spec.min_workers, min(job.spec.max_workers, want))
+
+
+class LyraPolicy:
+    """Loaning + two-phase allocation; the flags give the paper's comparison scenarios."""
+
+    name: ClassVar[str] = "lyra"
+
+    def __init__(
+        self,
+        loaning: bool = True,
+        elastic: bool = True,
+        reclaim: ReclaimMode = "knapsack",
+        flexible: str = "mckp",
+        search_limit: int = 5,
+        rigid_on_loan: bool = True,
+        loan_max_remaining_s: float | None = 4 * 3600.0,
+        reserve_fraction: float = 0.1,
+    ) -> None:
+        self.loaning = loaning
+        self.elastic = elastic
+        self.reclaim: ReclaimMode = reclaim
+        self.flexible = flexible
+        self.search_limit = search_limit
+        self.rigid_on_loan = rigid_on_loan
+        self.loan_max_remaining_s = loan_max_remaining_s
+        self.reserve_fraction = reserve_fraction
+
+    # ------------------------------------------------------------------ helpers
+    def _reserve(self, snap: ClusterSnapshot) -> int:
+        pool = sum(1 for n in snap.nodes if n.pool == "inference")
+        return math.ceil(self.reserve_fraction * pool - 1e-9)
+
+    def _capacity(self, snap: ClusterSnapshot, usable: frozenset[NodeId]) -> dict[GpuType, int]:
+        cap: dict[GpuType, int] = {}
+        for n in snap.nodes:
+            if n.pool == "training" or n.id in usable:
+                cap[n.gpu_type] = cap.get(n.gpu_type, 0) + n.num_gpus
+        return cap
+
+    @staticmethod
+    def _remaining_time(snap: ClusterSnapshot, job: JobView, types: Sequence[GpuType]) -> float:
+        best = max((snap.throughput(job, t, job.spec.min_workers) for t in types), default=0.0)
+        return job.remaining_steps / best if best > 0 else float("inf")
+
+    def _type_order(
+        self,
+        snap: ClusterSnapshot,
+        job: JobView,
+        lent_types: set[GpuType],
+        all_types: Sequence[GpuType],
+    ) -> list[GpuType]:
+        types = list(all_types)
+        if job.current is not None and job.current.gpu_type in types:
+            types.remove(job.current.gpu_type)
+            types.insert(0, job.current.gpu_type)
+            return types
+        rigid = not (self.elastic and job.spec.elastic)
+        long_ = (
+            self.loan_max_remaining_s is not None
+            and self._remaining_time(snap, job, types) > self.loan_max_remaining_s
+        )
+        if (rigid and not self.rigid_on_loan) or long_:
+            # A job that would still run when serving wants the server back would be
+            # preempted by the reclaim: keep it off loaned servers.
+            types = [t for t in types if t not in lent_types]
+
+        def key(t: GpuType) -> tuple[bool, float, GpuType]:
+            # Rigid jobs go to loaned (reclaimable) types last: a reclaim would preempt them.
+            return (rigid and t in lent_types, -snap.throughput(job, t, job.spec.min_workers), t)
+
+        return sorted(types, key=key)
+
+    # ------------------------------------------------------------------ the step
+    def allocate(self, snap: ClusterSnapshot) -> Allocation:
+        loan = (
+            decide_loans(snap, self.reclaim, self._reserve(snap))
+            if self.loaning
+            else LoanDecision(frozenset())
+        )
+        cap = self._capacity(snap, loan.lend)
+        inference_types = {n.gpu_type for n in snap.nodes if n.pool == "inference"}
+        training_types = {n.gpu_type for n in snap.nodes if n.pool == "training"}
+        lent_types = inference_types - training_types
+
+        # Jobs a reclaim leaves below their minimum. Basic preempts them; Lyra treats them
+        # as queued right away, so they restart elsewhere if GPUs are free (a migration).
+        by_id = {j.id: j for j in snap.jobs}
+        all_types = sorted(snap.gpus_by_type(None))
+        remaining = {j.id: self._remaining_time(snap, j, all_types) for j in snap.active_jobs}
+        evicted = {j for j, c in loan.workers_cap.items() if c < by_id[j].spec.min_workers}
+
+        # Phase 1: base demand, running jobs first, then shortest job first.
+        jobs = sorted(
+            snap.active_jobs,
+            key=lambda j: (
+                # running, then evicted by a reclaim (they move, not queue), then queued
+                2 if j.current is None else int(j.id in evicted),
+                remaining[j.id],
+                j.arrival_s,
+                j.id,
+            ),
+        )
+        free = dict(cap)
+        chosen: dict[JobId, tuple[GpuType, int, int]] = {}  # job -> (type, workers, upper)
+        for job in jobs:
+            limit = loan.workers_cap.get(job.id, job.spec.max_workers)
+            if job.id in evicted:
+                if self.reclaim == "naive":
+                    continue
+                limit = job.spec.max_workers
+            base = job.spec.min_workers if self.elastic else requested_workers(job)
+            if job.remaining_steps <= 0:
+                continue
+            for t in self._type_order(snap, job, lent_types, all_types):
+                if free.get(t, 0) >= base and snap.throughput(job, t, base) > 0:
+                    free[t] -= base
+                    upper = min(limit, job.spec.max_workers) if self.elastic else base
+                    chosen[job.id] = (t, base, upper)
+                    break
+
+        # Phase 2: flexible demand per GPU type.
+        workers = {j: (t, w) for j, (t, w, _) in chosen.items()}
+        if self.elastic:
+            for t in sorted(cap):
+                on_t = [j.id for j in jobs if j.id in chosen and chosen[j.id][0] == t]
+                ids = [j for j in on_t if chosen[j][2] > chosen[j][1]]
+                if free.get(t, 0) <= 0 or not ids:
+                    continue
+                # Jobs that cannot grow only matter by the GPUs they free when they finish.
+                releases = [
+                    self._release(snap, by_id[j], t, chosen[j][1])
+                    for j in on_t
+                    if chosen[j][2] <= chosen[j][1]
+                ]
+                fluid = [self._fluid(snap, by_id[j], t, chosen[j]) for j in ids]
+                total = sum(f.min_workers for f in fluid) + free[t]
+                sizes = self._share(fluid, total, releases)
+                for j, w in zip(ids, sizes, strict=True):
+                    workers[j] = (t, w)
+        return Allocation(
+            workers=workers,
+            lend=loan.lend,
+            preferred_nodes=self._preferences(snap, workers, loan.lend),
+        )
+
+    def _share(
+        self, fluid: Sequence[FluidJob], total: int, releases: Sequence[tuple[float, int]]
+    ) -> tuple[int, ...]:
+        if self.flexible == "greedy":
+            return greedy_spare(fluid, total)
+        return share_spare(fluid, total, self.search_limit, releases=releases)
+
+    @staticmethod
+    def _release(
+        snap: ClusterSnapshot, job: JobView, t: GpuType, workers: int
+    ) -> tuple[float, int]:
+        rate = snap.throughput(job, t, workers)
+        return (job.remaining_steps / rate if rate > 0 else float("inf"), workers)
+
+    @staticmethod
+    def _fluid(
+        snap: ClusterSnapshot, job: JobView, t: GpuType, pick: tuple[GpuType, int, int]
+    ) -> FluidJob:
+        _, base, upper = pick
+        rates = (0.0, *(snap.throughput(job, t, w) for w in range(1, upper + 1)))
+        return FluidJob(job.remaining_steps, base, upper, rates)
+
+    def _preferences(
+        self,
+        snap: ClusterSnapshot,
+        workers: dict[JobId, tuple[GpuType, int]],
+        lend: frozenset[NodeId],
+    ) -> dict[JobId, tuple[NodeId, ...]]:
+        """Elastic jobs: lent servers first (a reclaim is then a scale-in); rigid: training."""
+        out: dict[JobId, tuple[NodeId, ...]] = {}
+        by_type: dict[GpuType, list[NodeId]] = {}
+        for n in snap.nodes:
+            by_type.setdefault(n.gpu_type, []).append(n.id)
+        pool = {n.id: n.pool for n in snap.nodes}
+        by_id = {j.id: j for j in snap.jobs}
+        for j, (t, _) in sorted(workers.items()):
+            elastic = self.elastic and by_id[j].spec.elastic
+            usable = [n for n in by_type.get(t, []) if pool[n] == "training" or n in lend]
+            # Elastic: lent first; rigid: lent last.
+            out[j] = tuple(sorted(usable, key=lambda n: ((n in lend) != elastic, n)))
+        return out
+
+
+@register
+class BasicPolicy(LyraPolicy):
+    """The paper's *Basic*: loaning with naive reclaim (preempt by server id), greedy
+    elasticity (spare GPUs to admitted elastic jobs in SJF order, each to its max)."""
+
+    name: ClassVar[str] = "basic"
+
+    def __init__(self, **kw: object) -> None:
+        super().__init__(
+            reclaim="naive", flexible="greedy", loan_max_remaining_s=None, reserve_fraction=0.0
+        )
+
+
+@register
+class BaselinePolicy(LyraPolicy):
+    """The paper's *Baseline*: no loaning, no elasticity (each job at its requested size)."""
+
+    name: ClassVar[str] = "lyra-baseline"
+
+    def __init__(self, **kw: object) -> None:
+        super().__init__(loaning=False, elastic=False)
+
+
+register(LyraPolicy)

@@ -1,0 +1,54 @@
+"""Shared checks for the live tests: step logs, worker placement, waiting."""
+
+from __future__ import annotations
+
+import time
+from collections import Counter
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+TRAIN = "jobs.train_example:train_loop"
+
+
+def job(name: str, steps: int, log: Path, **kw: Any) -> dict[str, Any]:
+    """A tiny example-model job that logs every step it runs to ``log``."""
+    cfg = {"step_sleep_s": 0.05, "checkpoint_every": 10, "step_log": str(log)}
+    cfg.update(kw.pop("config", {}))
+    d: dict[str, Any] = {"name": name, "total_steps": steps, "entrypoint": TRAIN, "config": cfg}
+    d.setdefault("throughput", {"v100": 2.0, "p100": 1.0, "k80": 0.5})
+    d.update(kw)
+    return d
+
+
+def step_counts(log: Path) -> Counter[int]:
+    return Counter(int(line.split()[1]) for line in log.read_text().split("\n") if line.strip())
+
+
+def assert_every_step_once(log: Path, total: int, slack: int = 0) -> None:
+    """No step lost; at most ``slack`` steps repeated (one checkpoint interval)."""
+    counts = step_counts(log)
+    assert sorted(counts) == list(range(total)), f"steps lost: {set(range(total)) - set(counts)}"
+    repeated = sum(c - 1 for c in counts.values())
+    assert repeated <= slack, f"{repeated} steps repeated: {counts.most_common(5)}"
+
+
+def wait_until(pred: Callable[[], bool], timeout: float, what: str) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if pred():
+            return
+        time.sleep(0.5)
+    raise AssertionError(f"timed out after {timeout}s waiting for {what}")
+
+
+def assert_placements_match(client: Any, job_id: str) -> int:
+    """Every worker of every run sat on a node (and GPU type) its assignment named."""
+    launches = {gen: a for _t, jid, gen, a in client.call("launches") if jid == job_id}
+    seen = [p for p in client.call("history") if p["job_id"] == job_id]
+    assert seen, f"no worker of {job_id} reported its node"
+    for p in seen:
+        a = launches[p["generation"]]
+        assert p["labels"]["gpu-type"] == a["gpu_type"], p
+        assert p["node_id"] in {n for n, _ in a["nodes"]}, (p, a)
+    return len(seen)
