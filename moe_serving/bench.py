@@ -17,13 +17,11 @@ Two modes:
 from __future__ import annotations
 
 import argparse
-import json
 import logging
 import os
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -234,24 +232,3 @@ def setup_from_args(args: argparse.Namespace) -> BenchSetup:
         device_dim=args.device_dim,
         device_hidden=args.device_hidden,
     )
-
-
-def bench_main(args: argparse.Namespace) -> int:
-    """`lyra moe bench`: run, print a summary, write JSON."""
-    if args.replicas < args.experts or args.replicas % args.experts:
-        print("lyra moe: error: --replicas must be a multiple of --experts (uniform baseline)")
-        return 2
-    modes = ["real", "calibrated"] if args.mode == "both" else [args.mode]
-    res = run_bench(setup_from_args(args), modes, args.num_cpus)
-    Path(args.json).parent.mkdir(parents=True, exist_ok=True)
-    Path(args.json).write_text(json.dumps(res, indent=2))
-    for m in modes:
-        r = res[m]
-        print(
-            f"{m:>10}: p50 {r['uniform']['p50_ms']:.0f} -> {r['lina']['p50_ms']:.0f} ms "
-            f"({r['p50_speedup']:.2f}x), p95 {r['uniform']['p95_ms']:.0f} -> "
-            f"{r['lina']['p95_ms']:.0f} ms ({r['p95_speedup']:.2f}x), "
-            f"tokens/s x{r['throughput_ratio']:.2f}"
-        )
-    print(f"wrote {args.json}")
-    return 0

@@ -72,7 +72,6 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
 def cmd_bench(args: argparse.Namespace) -> int:
     """Popularity-based replicas vs uniform replicas on the same local cluster."""
-    from moe_serving.bench import bench_main
 
     rc: int = bench_main(args)
     return rc
@@ -146,3 +145,26 @@ def main(argv: list[str] | None = None) -> int:
 
 if __name__ == "__main__":
     sys.exit(main())
+
+
+def bench_main(args: argparse.Namespace) -> int:
+    """`lyra moe bench`: run, print a summary, write JSON."""
+    if args.replicas < args.experts or args.replicas % args.experts:
+        print("lyra moe: error: --replicas must be a multiple of --experts (uniform baseline)")
+        return 2
+    modes = ["real", "calibrated"] if args.mode == "both" else [args.mode]
+    from moe_serving.bench import run_bench, setup_from_args
+
+    res = run_bench(setup_from_args(args), modes, args.num_cpus)
+    Path(args.json).parent.mkdir(parents=True, exist_ok=True)
+    Path(args.json).write_text(json.dumps(res, indent=2))
+    for m in modes:
+        r = res[m]
+        print(
+            f"{m:>10}: p50 {r['uniform']['p50_ms']:.0f} -> {r['lina']['p50_ms']:.0f} ms "
+            f"({r['p50_speedup']:.2f}x), p95 {r['uniform']['p95_ms']:.0f} -> "
+            f"{r['lina']['p95_ms']:.0f} ms ({r['p95_speedup']:.2f}x), "
+            f"tokens/s x{r['throughput_ratio']:.2f}"
+        )
+    print(f"wrote {args.json}")
+    return 0
