@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import os
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -24,6 +25,15 @@ def register(sub: Any) -> None:
         "--cluster",
         default="v100=8,p100=16,k80=24",
         help="training GPUs per type, e.g. v100=8,p100=16,k80=24",
+    )
+    p.add_argument(
+        "--inference",
+        help="inference-pool GPUs per type, e.g. t4=16 (Lyra lends what serving leaves idle)",
+    )
+    p.add_argument(
+        "--serving-demand",
+        help="inference demand in servers: a time_s,servers CSV, or 'diurnal' (seeded, "
+        "mean 40%% of the pool; the default when --inference is given)",
     )
     p.add_argument("--gpus-per-node", type=int, default=1, help="GPUs per server (default 1)")
     p.add_argument("--policy", default="fifo_nonpreemptive", help="policy name or module:Class")
@@ -69,9 +79,12 @@ def parse_window(raw: str | None) -> tuple[int, int] | None:
 
 
 def load_workload(
-    args: argparse.Namespace, nodes: list[Node]
+    args: argparse.Namespace, nodes: list[Node], inference: Sequence[Node] = ()
 ) -> tuple[list[JobSpec], ThroughputModel]:
-    """Read the trace and the matching throughput model; check every job can ever run."""
+    """Read the trace and the matching throughput model; check every job can ever run.
+
+    A job must fit in the training pool alone: loaned inference servers come and go.
+    """
     from lyra_ray import scaling
     from lyra_ray.sim import traces
     from lyra_ray.throughput import catalogue_throughputs, load_gavel_throughputs
@@ -81,7 +94,7 @@ def load_workload(
     )
     if fmt is None:
         raise InputError(f"--format: cannot tell the format of {args.trace!r}; give --format")
-    gpu_types = {n.gpu_type for n in nodes}
+    gpu_types = {n.gpu_type for n in [*nodes, *inference]}
     model: ThroughputModel
     if fmt == "gavel" or args.throughputs:
         path = args.throughputs or _default_gavel_throughputs()
@@ -137,6 +150,42 @@ def _check_feasible(
             )
 
 
+def _inference_nodes(args: argparse.Namespace) -> list[Node]:
+    from lyra_ray.spec import parse_cluster
+
+    if args.inference is None:
+        if args.serving_demand is not None:
+            raise InputError("--serving-demand: needs --inference (the pool it describes)")
+        return []
+    try:
+        return parse_cluster(args.inference, args.gpus_per_node, "inference", "inf-")
+    except InputError as e:
+        raise InputError(f"--inference: {e}") from None
+
+
+def _serving_demand(
+    args: argparse.Namespace, inference: list[Node], specs: list[JobSpec]
+) -> list[tuple[float, int]]:
+    """Demand in servers over time; the diurnal default spans the trace plus three days."""
+    from lyra_ray.sim.serving import demand_events, diurnal, read_demand_csv
+
+    if not inference:
+        return []
+    source = args.serving_demand or "diurnal"
+    if source == "diurnal":
+        horizon = max((s.arrival_s for s in specs), default=0.0) + 3 * 86_400.0
+        points = diurnal(len(inference), horizon, seed=args.seed)
+    else:
+        points = read_demand_csv(source)
+        too_many = [p for p in points if p.servers > len(inference)]
+        if too_many:
+            raise InputError(
+                f"{source}: field 'servers': {too_many[0].servers} at t={too_many[0].time_s} "
+                f"exceeds the {len(inference)} inference servers of --inference"
+            )
+    return [(t, e.servers) for t, e in demand_events(points)]
+
+
 def run_simulate(args: argparse.Namespace) -> int:
     from lyra_ray.sim.report import render_table, to_json, write_plots
     from lyra_ray.sim.simulator import Simulator
@@ -144,18 +193,25 @@ def run_simulate(args: argparse.Namespace) -> int:
     from policies.base import PolicyError, get_policy
 
     nodes = parse_cluster(args.cluster, args.gpus_per_node)
+    inference = _inference_nodes(args)
     window = parse_window(args.jct_window)
     if args.round_seconds <= 0:
         raise InputError(f"--round-seconds: must be > 0, got {args.round_seconds}")
     if args.resize_overhead < 0:
         raise InputError(f"--resize-overhead: must be >= 0, got {args.resize_overhead}")
-    specs, model = load_workload(args, nodes)
+    specs, model = load_workload(args, nodes, inference)
+    demand = _serving_demand(args, inference, specs)
     try:
         policy = get_policy(args.policy)
     except PolicyError as e:
         raise InputError(f"--policy: {e}") from None
     sim = Simulator(
-        nodes, policy, model, round_s=args.round_seconds, resize_overhead_s=args.resize_overhead
+        nodes + inference,
+        policy,
+        model,
+        round_s=args.round_seconds,
+        resize_overhead_s=args.resize_overhead,
+        serving_demand=demand,
     )
     console = Console(stderr=True)
     with Progress(
@@ -178,6 +234,8 @@ def run_simulate(args: argparse.Namespace) -> int:
         "seed": args.seed,
         "resize_overhead_s": args.resize_overhead,
         "jct_window": args.jct_window,
+        "inference": args.inference,
+        "serving_demand": args.serving_demand,
     }
     if not args.quiet:
         render_table(result.summary, f"{args.policy} on {Path(args.trace).name}", Console())

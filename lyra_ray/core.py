@@ -39,20 +39,25 @@ class Runtime(Protocol):
 
 class RoundMechanismLike(Protocol):
     def assign(
-        self, snap: ClusterSnapshot, allocation: m.Allocation, previous: dict[JobId, Assignment]
+        self,
+        snap: ClusterSnapshot,
+        allocation: m.Allocation,
+        previous: dict[JobId, Assignment],
+        pinned: dict[JobId, Assignment] | None = None,
     ) -> dict[JobId, Assignment]: ...
 
     def to_state(self) -> dict[str, Any]: ...
 
 
-def _default_rounds(policy: Policy) -> RoundMechanismLike:
+def default_rounds(policy: Policy, **overrides: Any) -> RoundMechanismLike:
     """Gavel's mechanism; policies opt into Gavel's per-policy quirks by class attributes."""
     from lyra_ray.rounds import RoundMechanism
 
-    return RoundMechanism(
-        shuffle_types=bool(getattr(policy, "shuffle_round_types", False)),
-        skip_zero_priority=bool(getattr(policy, "round_skip_zero_priority", False)),
-    )
+    kwargs: dict[str, Any] = {
+        "shuffle_types": bool(getattr(policy, "shuffle_round_types", False)),
+        "skip_zero_priority": bool(getattr(policy, "round_skip_zero_priority", False)),
+    }
+    return RoundMechanism(**(kwargs | overrides))
 
 
 class SchedulerCore:
@@ -62,8 +67,19 @@ class SchedulerCore:
         throughput_model: m.ThroughputModel,
         round_s: float = 360.0,
         rounds: RoundMechanismLike | None = None,
+        min_lease_s: float = 0.0,
+        startup_grace_s: float = 300.0,
     ) -> None:
+        """``min_lease_s`` > 0 keeps a launched or resized job on its GPUs, across round
+        boundaries, until it has made progress for that long (or, if it never reports
+        progress, for ``startup_grace_s``). A live run spends tens of seconds starting
+        (actors, process group, restore) before its first step; without a lease a round
+        shorter than that preempts every job before it steps, and nothing finishes. The
+        simulator models start-up as an overhead and leaves this at 0, as Gavel does.
+        """
         self.policy = policy
+        self.min_lease_s = min_lease_s
+        self.startup_grace_s = startup_grace_s
         self.throughputs = throughput_model
         self.round_s = round_s
         self._rounds = rounds
@@ -85,7 +101,7 @@ class SchedulerCore:
     @property
     def rounds(self) -> RoundMechanismLike:
         if self._rounds is None:
-            self._rounds = _default_rounds(self.policy)
+            self._rounds = default_rounds(self.policy)
         return self._rounds
 
     def active(self) -> list[JobState]:
@@ -163,6 +179,8 @@ class SchedulerCore:
                 j = self.jobs.get(ev.job_id)
                 if j is not None and not j.status.terminal:
                     j.steps_done = min(j.spec.total_steps, max(j.steps_done, ev.steps_done))
+                    if j.lease_from_s is None and j.steps_done > j.launch_steps:
+                        j.lease_from_s = self.now
                     self._observe(j, ev.steps_per_s)
             elif isinstance(ev, m.JobSubmitted):
                 if ev.job_id in self.jobs:
@@ -254,12 +272,22 @@ class SchedulerCore:
         out = {j: Assignment(g, n) for j, (g, n) in alloc.workers.items() if j in active and n > 0}
         if alloc.fractions:
             if tick:
-                out.update(self.rounds.assign(snap, alloc, previous))
+                pinned = {j: a for j, a in previous.items() if j in active and self._leased(j)}
+                out.update(self.rounds.assign(snap, alloc, previous, pinned or None))
             else:  # mid-round: keep this round's assignment for jobs still running
                 for j, a in previous.items():
                     if j not in out and j in active:
                         out[j] = Assignment(a.gpu_type, a.workers, partner=a.partner)
         return out
+
+    def _leased(self, job_id: JobId) -> bool:
+        """Whether the job is still inside its minimum lease (see ``__init__``)."""
+        if self.min_lease_s <= 0:
+            return False
+        j = self.jobs[job_id]
+        if j.lease_from_s is not None:
+            return self.now - j.lease_from_s < self.min_lease_s
+        return j.launched_s is not None and self.now - j.launched_s < self.startup_grace_s
 
     # ------------------------------------------------------------------ 7. diff
 
@@ -293,6 +321,7 @@ class SchedulerCore:
                     j.num_resizes += 1
                 stops.append(m.Resize(jid, a))
             j.current, j.status = a, JobStatus.RUNNING
+            j.launched_s, j.lease_from_s, j.launch_steps = self.now, None, j.steps_done
         lend_actions: list[m.Action] = [m.Reclaim(n) for n in sorted(reclaimed)]
         lend_actions += [m.Lend(n) for n in sorted(lend - self.lent)]
         if lend != self.lent:

@@ -76,8 +76,13 @@ class RoundMechanism:
         snap: ClusterSnapshot,
         allocation: Allocation,
         previous: Mapping[JobId, Assignment] | None = None,
+        pinned: Mapping[JobId, Assignment] | None = None,
     ) -> dict[JobId, Assignment]:
-        """This round's assignment for the jobs ``allocation.fractions`` covers."""
+        """This round's assignment for the jobs ``allocation.fractions`` covers.
+
+        ``pinned`` jobs keep their assignment whatever their priority (the core's minimum
+        lease): their GPUs are taken before the greedy pass hands out the rest.
+        """
         prev = dict(previous or {})
         self._cands = None
         active = {j.id: j for j in snap.active_jobs}
@@ -89,7 +94,7 @@ class RoundMechanism:
         allocation = Allocation(fractions=self._alloc_ref)
         order = self._type_order(gpus)
         queue = [(e[3], gt) for gt in order for e in self._entries(snap, active, allocation, gt)]
-        out = self._greedy(queue, active, gpus, prev)
+        out = self._greedy(queue, active, gpus, prev, pinned or {})
         self._rounds += 1
         return out
 
@@ -312,9 +317,15 @@ class RoundMechanism:
         active: Mapping[JobId, JobView],
         gpus: Mapping[GpuType, int],
         prev: Mapping[JobId, Assignment],
+        pinned: Mapping[JobId, Assignment],
     ) -> dict[JobId, Assignment]:
         left = {g: c for g, c in gpus.items() if c > 0}
         out: dict[JobId, Assignment] = {}
+        for jid, a in pinned.items():
+            if jid in active and left.get(a.gpu_type, 0) >= a.workers:
+                out[jid] = a
+                left[a.gpu_type] -= a.workers
+        left = {g: c for g, c in left.items() if c > 0}
         for key, gt in queue:
             free = left.get(gt, 0)
             if free <= 0:

@@ -28,6 +28,11 @@ class JobState:
     num_resizes: int = 0
     reclaim_preemptions: int = 0
     current: Assignment | None = None
+    launched_s: float | None = None
+    """When the current assignment was launched or resized (the minimum lease counts from
+    its first progress, or from here while the run is still starting)."""
+    lease_from_s: float | None = None
+    launch_steps: float = 0.0
     throughput: dict[GpuType, float] = field(default_factory=dict)
     _view: JobView | None = None
     _view_key: tuple[object, ...] = ()
@@ -114,6 +119,9 @@ def job_to_dict(j: JobState) -> dict[str, Any]:
         "num_resizes": j.num_resizes,
         "reclaim_preemptions": j.reclaim_preemptions,
         "current": assignment_to_dict(j.current),
+        "launched_s": j.launched_s,
+        "lease_from_s": j.lease_from_s,
+        "launch_steps": j.launch_steps,
     }
 
 
@@ -132,4 +140,7 @@ def job_from_dict(d: dict[str, Any]) -> JobState:
         num_resizes=d["num_resizes"],
         reclaim_preemptions=d.get("reclaim_preemptions", 0),
         current=assignment_from_dict(d["current"]),
+        launched_s=d.get("launched_s"),
+        lease_from_s=d.get("lease_from_s"),
+        launch_steps=d.get("launch_steps", 0.0),
     )

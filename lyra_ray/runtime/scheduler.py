@@ -27,7 +27,7 @@ import ray
 
 from jobs.checkpointing import NAMESPACE
 from lyra_ray import model as m
-from lyra_ray.core import SchedulerCore
+from lyra_ray.core import SchedulerCore, default_rounds
 from lyra_ray.errors import InputError
 from lyra_ray.runtime.ray_runtime import RayRuntime
 from lyra_ray.runtime.runs import load_entrypoint
@@ -51,6 +51,12 @@ class SchedulerConfig:
     state_dir: str = "/tmp/lyra/state"
     storage_path: str = "/tmp/lyra/checkpoints"
     grace_s: float = 30.0
+    min_lease_s: float = 30.0
+    """A (re)started run keeps its GPUs until it has stepped this long (see SchedulerCore)."""
+    startup_grace_s: float = 300.0
+    min_reset_interval_s: float = 0.0
+    """Gavel's simulator adopts a new allocation at most every 1,920 s; live, every change
+    (arrival, completion) is adopted at the next round."""
 
     @classmethod
     def from_dict(cls, raw: Mapping[str, Any] | None) -> SchedulerConfig:
@@ -64,6 +70,9 @@ class SchedulerConfig:
             for f in ("round_s", "period_s", "grace_s"):
                 if float(getattr(cfg, f)) <= 0:
                     raise ValueError(f"field '{f}' must be > 0")
+            for f in ("min_lease_s", "startup_grace_s", "min_reset_interval_s"):
+                if float(getattr(cfg, f)) < 0:
+                    raise ValueError(f"field '{f}' must be >= 0")
         except (TypeError, ValueError) as e:
             raise InputError(f"lyra config: {e}") from None
         return cfg
@@ -82,7 +91,15 @@ class GlobalScheduler:
         self.lock = threading.RLock()
         self.wake = threading.Event()
         self.throughputs = MeasuredThroughputs(catalogue_throughputs())
-        self.core = SchedulerCore(get_policy(self.cfg.policy), self.throughputs, self.cfg.round_s)
+        policy = get_policy(self.cfg.policy)
+        self.core = SchedulerCore(
+            policy,
+            self.throughputs,
+            self.cfg.round_s,
+            rounds=default_rounds(policy, min_reset_interval_s=self.cfg.min_reset_interval_s),
+            min_lease_s=self.cfg.min_lease_s,
+            startup_grace_s=self.cfg.startup_grace_s,
+        )
         self.runtime = RayRuntime(
             lambda j: self.core.jobs[j].spec, self.cfg.storage_path, self.cfg.grace_s
         )

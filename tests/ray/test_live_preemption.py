@@ -25,7 +25,6 @@ from tests.ray.live_helpers import (
 pytestmark = [
     pytest.mark.ray,
     pytest.mark.timeout(600),
-    pytest.mark.skip(reason="needs a minimum lease in the core; see docs/runtime.md"),
 ]
 
 
@@ -75,7 +74,7 @@ def _gone(name: str) -> bool:
 def test_round_based_policy_preempts_and_resumes_from_checkpoint(
     scheduler: Callable[..., Any], tmp_path: Any
 ) -> None:
-    client = scheduler("max_min_fairness", round_s=40.0)
+    client = scheduler("max_min_fairness", round_s=40.0, min_lease_s=8.0)
     logs = {n: tmp_path / f"{n}.log" for n in ("r1", "r2")}
     ids = {
         n: client.submit(

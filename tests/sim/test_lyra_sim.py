@@ -159,3 +159,64 @@ def test_diurnal_curve_is_seeded_bounded_and_near_its_mean() -> None:
     by_hour = [p.servers for p in a if abs((p.time_s % 86_400) - 14 * 3600) < 1]
     low = [p.servers for p in a if abs((p.time_s % 86_400) - 2 * 3600) < 1]
     assert min(by_hour) > max(low)
+
+
+def _loan_cli(tmp_path: Path, *extra: str) -> dict[str, object]:
+    trace = tmp_path / "jobs.yaml"
+    trace.write_text(
+        "jobs:\n"
+        + "".join(
+            f"  - {{name: j{i}, arrival_s: {60 * i}, total_steps: 2000, min_workers: 1,"
+            f" max_workers: 4, throughput: {{v100: 1.0, t4: 0.5}}}}\n"
+            for i in range(6)
+        )
+    )
+    out = tmp_path / "r.json"
+    args = ["simulate", "--trace", str(trace), "--cluster", "v100=4", "--gpus-per-node", "1"]
+    rc = main([*args, "--policy", "lyra", "--json", str(out), "--quiet", *extra])
+    assert rc == 0
+    result: dict[str, object] = json.loads(out.read_text())
+    return result
+
+
+def test_simulate_lends_inference_servers_by_flag(tmp_path: Path) -> None:
+    busy = tmp_path / "busy.csv"
+    busy.write_text("time_s,servers\n0,4\n")
+    alone = _loan_cli(tmp_path, "--inference", "t4=4", "--serving-demand", str(busy))
+    assert alone["on_loan_utilisation"] == 0.0
+    demand = tmp_path / "demand.csv"
+    demand.write_text("time_s,servers\n0,0\n100000,4\n")
+    lent = _loan_cli(tmp_path, "--inference", "t4=4", "--serving-demand", str(demand))
+    assert lent["meta"]["inference"] == "t4=4"  # type: ignore[index]
+    assert lent["on_loan_utilisation"] > 0.5  # type: ignore[operator]
+    assert lent["avg_jct_s"] < alone["avg_jct_s"]  # type: ignore[operator]
+    diurnal_run = _loan_cli(tmp_path, "--inference", "t4=4")
+    assert diurnal_run["meta"]["serving_demand"] is None  # type: ignore[index]
+
+
+@pytest.mark.parametrize(
+    ("extra", "field"),
+    [
+        (["--serving-demand", "diurnal"], "--serving-demand"),
+        (["--inference", "t4=0"], "--inference"),
+    ],
+)
+def test_simulate_serving_flags_reject_bad_input(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], extra: list[str], field: str
+) -> None:
+    trace = DATA / "lyra_example.yaml"
+    rc = main(["simulate", "--trace", str(trace), "--cluster", "v100=8", "--quiet", *extra])
+    assert rc == 2
+    assert field in capsys.readouterr().err
+
+
+def test_simulate_rejects_demand_above_the_pool(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    demand = tmp_path / "d.csv"
+    demand.write_text("time_s,servers\n0,9\n")
+    trace = DATA / "lyra_example.yaml"
+    args = ["--inference", "t4=2", "--serving-demand", str(demand)]
+    rc = main(["simulate", "--trace", str(trace), "--cluster", "v100=8", "--quiet", *args])
+    assert rc == 2
+    assert "'servers'" in capsys.readouterr().err
