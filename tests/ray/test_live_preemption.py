@@ -18,7 +18,6 @@ from tests.ray.live_helpers import (
     assert_every_step_once,
     assert_placements_match,
     job,
-    step_counts,
     wait_until,
 )
 
@@ -122,8 +121,17 @@ def test_elastic_job_resized_2_4_2(scheduler: Callable[..., Any], tmp_path: Any)
         a = client.status(el)["assignment"]
         return int(a["workers"]) if a else 0
 
+    def steps_at(workers: int) -> int:
+        """Steps logged by generations that ran with ``workers`` workers."""
+        gens = {g for _t, j, g, a in client.call("launches") if j == el and a["workers"] == workers}
+        if not elog.exists():
+            return 0
+        lines = [ln.split() for ln in elog.read_text().splitlines() if ln.strip()]
+        return sum(1 for ln in lines if int(ln[0]) in gens)
+
     wait_until(lambda: workers_now() == 4, 120, "elastic job grown to 4")
-    wait_until(lambda: len(step_counts(elog)) > 0, 120, "elastic job running")
+    # the 4-worker run must really step before the next arrival shrinks it again
+    wait_until(lambda: steps_at(4) >= 10, 180, "elastic job stepping with 4 workers")
     late = client.submit(job("rigid-2", 30, tmp_path / "g.log", workers=2, throughput=only_v100))
     wait_until(lambda: workers_now() == 2, 120, "elastic job shrunk to 2")
     assert client.wait(late, timeout=300)["status"] == "finished"
