@@ -161,6 +161,8 @@ def _up(args: argparse.Namespace) -> int:
     info = up(args.nodes if args.local else None, args.config, overrides, args.dir)
     print(f"cluster up: {info['address']}  dashboard: {info['dashboard']}")
     print(f"export RAY_ADDRESS={info['address']}")
+    if info.get("auth_mode"):
+        print(f"export RAY_AUTH_MODE={info['auth_mode']}")
     return 0
 
 

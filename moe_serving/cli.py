@@ -91,9 +91,9 @@ def _add_model_args(p: argparse.ArgumentParser) -> None:
 def add_bench_args(p: argparse.ArgumentParser) -> None:
     """Flags of `lyra moe bench` (shared with benchmarks/moe_serving.py)."""
     p.add_argument("--mode", choices=("calibrated", "real", "both"), default="both")
-    p.add_argument("--requests", type=int, default=40, help="requests per measured run")
+    p.add_argument("--requests", type=int, default=80, help="requests per measured run")
     p.add_argument("--batch", type=int, default=16, help="sequences per request")
-    p.add_argument("--seq", type=int, default=16, help="tokens per sequence")
+    p.add_argument("--seq", type=int, default=32, help="tokens per sequence")
     p.add_argument("--concurrency", type=int, default=4, help="closed-loop clients")
     p.add_argument("--device-dim", type=int, default=4096, help="calibrated device expert width")
     p.add_argument("--device-hidden", type=int, default=14336, help="its FFN hidden width")

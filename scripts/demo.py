@@ -81,11 +81,11 @@ def main(argv: list[str] | None = None) -> int:
         for line in up.stdout.splitlines()
         if "dashboard: " in line
     )
-    address = next(
-        line.split("=", 1)[1].strip()
-        for line in up.stdout.splitlines()
-        if line.startswith("export RAY_ADDRESS=")
-    )
+    for line in up.stdout.splitlines():  # RAY_ADDRESS, RAY_AUTH_MODE: as a user's shell would
+        if line.startswith("export "):
+            key, value = line.removeprefix("export ").split("=", 1)
+            os.environ[key] = value.strip()
+    address = os.environ["RAY_ADDRESS"]
     ok = False
     try:
         print("$ ray job submit -- lyra submit jobs/examples/tiny.yaml", flush=True)

@@ -96,9 +96,10 @@ def up(
     home: str | None = None,
 ) -> dict[str, Any]:
     """Start the nodes (if ``nodes_spec``), then the scheduler; returns the addresses."""
-    import ray
-
-    from lyra_ray.runtime.scheduler import SchedulerConfig, start_scheduler
+    if nodes_spec is not None:
+        # before anything imports Ray: it reads the mode once, at import
+        os.environ["RAY_AUTH_MODE"] = auth_mode()
+    from lyra_ray.runtime.scheduler import SchedulerConfig
 
     h = _home(home)
     cfg = SchedulerConfig.from_dict({**lyra_section(config_path), **overrides})
@@ -107,9 +108,57 @@ def up(
             f"{h / 'up.json'}: a cluster started by `lyra up` is running; `lyra down` first"
         )
     info: dict[str, Any] = {"pids": []}
+    try:
+        return _up(h, nodes_spec, cfg, info)
+    except BaseException:
+        if info["pids"]:
+            log.warning("lyra up failed: stopping the %d node(s) it started", len(info["pids"]))
+            down(str(h))
+        raise
+
+
+def auth_mode() -> str:
+    """The Ray auth mode for the nodes `up` starts and every client of them.
+
+    Ray 2.60's ``ray start`` turns token auth on by itself when a token exists, but a
+    client given an explicit address does not (it only auto-detects for ``auto``), so a
+    mismatch would lock our own CLI and SDK out. We pick the mode once — the user's
+    ``RAY_AUTH_MODE`` if set, else ``token`` — and hand it to both sides, creating the
+    token (``ray get-auth-token --generate``) if none exists yet.
+    """
+    mode = os.environ.get("RAY_AUTH_MODE", "token").lower()
+    if mode == "token" and not _token_available():
+        subprocess.run(
+            [_ray_bin(), "get-auth-token", "--generate"], check=True, capture_output=True
+        )
+    return mode
+
+
+def recorded_auth_mode(home: str | None = None) -> str | None:
+    """The auth mode of the cluster `lyra up` started here, if one is running."""
+    f = _home(home) / "up.json"
+    try:
+        mode = json.loads(f.read_text()).get("auth_mode")
+    except (OSError, ValueError):
+        return None
+    return str(mode) if mode else None
+
+
+def _token_available() -> bool:
+    if os.environ.get("RAY_AUTH_TOKEN") or os.environ.get("RAY_AUTH_TOKEN_PATH"):
+        return True
+    return (Path.home() / ".ray" / "auth_token").is_file()
+
+
+def _up(h: Path, nodes_spec: str | None, cfg: Any, info: dict[str, Any]) -> dict[str, Any]:
+    import ray
+
+    from lyra_ray.runtime.scheduler import start_scheduler
+
     if nodes_spec is not None:
         env = dict(os.environ)
         env.setdefault("RAY_TMPDIR", f"/tmp/lyra-{os.getuid()}")
+        info["auth_mode"] = env["RAY_AUTH_MODE"] = os.environ["RAY_AUTH_MODE"]
         repo = str(Path(__file__).resolve().parents[2])
         env["PYTHONPATH"] = os.pathsep.join([repo, *filter(None, [env.get("PYTHONPATH")])])
         port, dash = _free_port(), int(os.environ.get("LYRA_DASHBOARD_PORT", _free_port()))
@@ -130,6 +179,12 @@ def up(
         info.update(address=address, dashboard=f"http://127.0.0.1:{dash}")
         _save(h, info)  # so that `down` works even if a later step fails
         _wait_port(port)
+        os.environ["RAY_TMPDIR"] = env["RAY_TMPDIR"]
+        ray.init(address=address, log_to_driver=False)
+        _wait_nodes(1)
+        # One node at a time, each waited for: on a small, busy host a burst of raylets
+        # registering with a GCS that is still starting times out ("node timed out
+        # during startup"); in sequence each one takes a few seconds.
         expected = 1
         for gpu, count, gpus in parse_nodes(nodes_spec):
             for i in range(count):
@@ -142,12 +197,12 @@ def up(
                     f"--object-store-memory={100 * 2**20}",
                     f"--dashboard-agent-listen-port={_free_port()}",
                 ]
-                info["pids"].append(_spawn(args, h / f"{gpu}-{i}.log", env))
+                logfile = h / f"{gpu}-{i}.log"
+                info["pids"].append(_spawn(args, logfile, env))
                 expected += 1
                 _save(h, info)
-        os.environ["RAY_TMPDIR"] = env["RAY_TMPDIR"]
-        ray.init(address=address, log_to_driver=False)
-        _wait_nodes(expected)
+                _wait_nodes(expected, pid=info["pids"][-1], logfile=logfile)
+                log.info("node %s-%d up (%d GPUs)", gpu, i, gpus)
     else:
         ray.init(address=os.environ.get("RAY_ADDRESS", "auto"), log_to_driver=False)
         info.update(address=ray.get_runtime_context().gcs_address, dashboard=None)
@@ -172,15 +227,27 @@ def _wait_port(port: int, timeout: float = 60.0) -> None:
     raise RuntimeError(f"the head node did not open port {port} in {timeout:.0f}s")
 
 
-def _wait_nodes(n: int, timeout: float = 120.0) -> None:
+def _wait_nodes(
+    n: int, timeout: float = 180.0, pid: int | None = None, logfile: Path | None = None
+) -> None:
+    """Wait until ``n`` nodes are alive; fail at once if the node process ``pid`` exited."""
     import ray
 
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if sum(1 for x in ray.nodes() if x["Alive"]) >= n:
             return
+        if pid is not None and _exited(pid):
+            raise RuntimeError(f"a node failed to start; see {logfile}")
         time.sleep(1.0)
-    raise RuntimeError(f"only some of the {n} nodes came up in {timeout:.0f}s")
+    raise RuntimeError(f"only some of the {n} nodes came up in {timeout:.0f}s; see {logfile}")
+
+
+def _exited(pid: int) -> bool:
+    try:
+        return os.waitpid(pid, os.WNOHANG) != (0, 0)
+    except ChildProcessError:  # already reaped: it is gone
+        return True
 
 
 def down(home: str | None = None, timeout: float = 30.0) -> int:
