@@ -76,7 +76,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--queued", type=int, default=500)
     ap.add_argument("--probe", type=int, default=40)
     ap.add_argument("--round-s", type=float, default=20.0)
-    ap.add_argument("--gap-timeout", type=float, default=240.0)
+    ap.add_argument("--gap-timeout", type=float, default=420.0)
     ap.add_argument("--out", default=str(ROOT / "benchmarks" / "results" / "live_overhead.json"))
     args = ap.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s")
@@ -119,12 +119,14 @@ def main(argv: list[str] | None = None) -> int:
             {
                 "policy": "max_min_fairness",
                 "round_s": args.round_s,
+                # short jobs: a 5 s lease (after the first step) lets the rounds swap them
+                "min_lease_s": 5.0,
                 **base,
                 "state_dir": str(live.workdir / "state2"),
             }
         )
         c = Client(live.address)
-        ids = [c.submit(job(f"share-{i}", 400, 0.05, ckpt=20)) for i in range(2)]
+        ids = [c.submit(job(f"share-{i}", 800, 0.05, ckpt=20)) for i in range(2)]
         deadline = time.monotonic() + args.gap_timeout
         while time.monotonic() < deadline:
             if all(c.status(j)["status"] == "finished" for j in ids):

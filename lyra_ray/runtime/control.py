@@ -17,7 +17,7 @@ import ray
 from jobs.checkpointing import CONTROL_ACTOR, NAMESPACE
 
 
-@ray.remote(num_cpus=0, max_restarts=-1, max_concurrency=64)
+@ray.remote(num_cpus=0, max_restarts=-1, max_concurrency=64)  # type: ignore[call-overload]
 class RunControl:
     """Per job: generation, stop flag, steps done, steps/s, outcome, workers."""
 

@@ -53,7 +53,7 @@ class Inventory:
 
     def read(self) -> dict[str, tuple[Node, str]]:
         out: dict[str, tuple[Node, str]] = {}
-        for info in ray.nodes():
+        for info in ray.nodes():  # type: ignore[no-untyped-call]
             found = node_from_ray(info)
             if found is not None:
                 out[found[0].id] = found

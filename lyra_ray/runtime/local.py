@@ -102,7 +102,11 @@ def up(
     from lyra_ray.runtime.scheduler import SchedulerConfig
 
     h = _home(home)
-    cfg = SchedulerConfig.from_dict({**lyra_section(config_path), **overrides})
+    # A --local cluster keeps its scheduler state and checkpoints beside its own processes,
+    # so a new `lyra up` starts clean instead of inheriting an old cluster's jobs.
+    local = {"state_dir": str(h / "state"), "storage_path": str(h / "checkpoints")}
+    base = local if nodes_spec is not None else {}
+    cfg = SchedulerConfig.from_dict({**base, **lyra_section(config_path), **overrides})
     if (h / "up.json").exists():
         raise InputError(
             f"{h / 'up.json'}: a cluster started by `lyra up` is running; `lyra down` first"
@@ -235,7 +239,8 @@ def _wait_nodes(
 
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        if sum(1 for x in ray.nodes() if x["Alive"]) >= n:
+        alive = [x for x in ray.nodes() if x["Alive"]]  # type: ignore[no-untyped-call]
+        if len(alive) >= n:
             return
         if pid is not None and _exited(pid):
             raise RuntimeError(f"a node failed to start; see {logfile}")

@@ -18,7 +18,7 @@ from __future__ import annotations
 import logging
 import os
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
@@ -75,6 +75,8 @@ class RayRuntime:
         """Per preempt/resize: seconds from the stop request to the next run's start."""
         self.control = get_or_create_control()
         self.dirty = False
+        self._pending: list[m.Event] = []
+        """Events found outside poll() (by reconcile) and reported by the next poll()."""
 
     # ------------------------------------------------------------------ persistence
 
@@ -89,8 +91,18 @@ class RayRuntime:
     def load_state(self, state: Mapping[str, Any]) -> None:
         self.runs = {k: RunRecord(**v) for k, v in state.get("runs", {}).items()}
         self.generations = dict(state.get("generations", {}))
-        self.launches = [tuple(x) for x in state.get("launches", [])]  # type: ignore[misc]
+        self.launches = [tuple(x) for x in state.get("launches", [])]
         self.gaps = list(state.get("gaps", []))
+
+    def seed_nodes(self, nodes: Iterable[m.Node]) -> None:
+        """After a restart: start the inventory from the nodes the core believes in.
+
+        The next refresh then diffs them with Ray's live nodes, so a node that left while
+        the scheduler was down is reported as NodeDown (and its jobs re-queued) instead of
+        staying in the core forever with jobs pinned to it.
+        """
+        self.inventory.nodes = {n.id: n for n in nodes}
+        self.inventory.gpu_label = {n.id: n.gpu_type for n in nodes}
 
     # ------------------------------------------------------------------ actions
 
@@ -175,7 +187,8 @@ class RayRuntime:
     # ------------------------------------------------------------------ events
 
     def poll(self) -> list[m.Event]:
-        events: list[m.Event] = list(self.inventory.refresh())
+        events: list[m.Event] = [*self._pending, *self.inventory.refresh()]
+        self._pending = []
         down = {e.node_id for e in events if isinstance(e, m.NodeDown)}
         for jid, r in list(self.runs.items()):
             if any(n in down for n, _ in r.assignment["nodes"]):
@@ -239,7 +252,8 @@ class RayRuntime:
         longer runs is stopped; a job the core runs but that has no live run is
         started again from its latest checkpoint.
         """
-        self.inventory.refresh()
+        self._pending += self.inventory.refresh()
+        alive_nodes = set(self.inventory.nodes)
         records: dict[str, dict[str, Any]] = ray.get(self.control.snapshot.remote())
         for jid, r in list(self.runs.items()):
             rec = records.get(jid)
@@ -251,6 +265,8 @@ class RayRuntime:
             elif jid not in desired and r.phase == "running":
                 self._stop(jid, None)
         for jid, a in desired.items():
+            if any(n not in alive_nodes for n, _ in a.nodes):
+                continue  # its node is gone: the pending NodeDown re-queues the job
             want = assignment_to_dict(a)
             cur = self.runs.get(jid)
             if cur is None:

@@ -106,7 +106,7 @@ class TrainRun:
                 fn,
                 train_loop_config=config,
                 torch_config=TorchConfig(backend="gloo"),
-                scaling_config=ScalingConfig(
+                scaling_config=ScalingConfig(  # type: ignore[call-arg]
                     num_workers=req.workers,
                     use_gpu=True,
                     resources_per_worker={"GPU": 1},

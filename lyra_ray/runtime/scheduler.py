@@ -82,7 +82,7 @@ def _slug(name: str) -> str:
     return re.sub(r"[^a-z0-9]+", "-", name.lower()).strip("-")[:24] or "job"
 
 
-@ray.remote(num_cpus=0, max_restarts=-1, max_concurrency=16)
+@ray.remote(num_cpus=0, max_restarts=-1, max_concurrency=16)  # type: ignore[call-overload]
 class GlobalScheduler:
     def __init__(self, config: dict[str, Any]) -> None:
         logging.basicConfig(level=logging.INFO)
@@ -111,6 +111,7 @@ class GlobalScheduler:
         if saved is not None:
             self.core.load_state(saved["core"])
             self.runtime.load_state(saved["runtime"])
+            self.runtime.seed_nodes(self.core.nodes.values())
             self.reasons = dict(saved.get("reasons", {}))
             self.last_tick = float(saved.get("last_tick", 0.0))
             self.restarts = int(saved.get("restarts", 0)) + 1
