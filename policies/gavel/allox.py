@@ -14,16 +14,64 @@ arrival and completion.
 from __future__ import annotations
 
 import math
-from typing import ClassVar
+from typing import Any, ClassVar
 
+import highspy
 import numpy as np
-import scipy.sparse as sp
 from numpy.typing import NDArray
 
 from lyra_ray.model import Allocation, ClusterSnapshot
 from policies.base import register
-from policies.gavel.inputs import build_problem, to_allocation
-from policies.gavel.lp import solve_min
+from policies.gavel.inputs import FloatArray, build_problem, to_allocation
+from policies.gavel.lp import SolverError
+
+INF = highspy.kHighsInf
+
+
+def _transport(
+    cost: FloatArray,
+    ub: FloatArray,
+    sf: FloatArray,
+    capacity: FloatArray,
+    runnable: NDArray[np.bool_],
+    k: int,
+    depth: int,
+) -> FloatArray:
+    """The (job, type, position) LP: each runnable job placed once (an equality row, not
+    two inequalities), each (type, position) slot holding at most its type's GPUs.
+    Built straight into CSC (column (m, j, q) has exactly two entries) and solved by
+    dual simplex without presolve: half the time of the presolved solve at 2,048 jobs."""
+    n = runnable.shape[0]
+    ncol = n * k * depth
+    m_idx, j_idx, q_idx = np.unravel_index(np.arange(ncol), (n, k, depth))
+    index = np.empty(2 * ncol, dtype=np.int32)
+    index[0::2] = m_idx
+    index[1::2] = n + j_idx * depth + q_idx
+    value = np.empty(2 * ncol)
+    value[0::2] = 1.0
+    value[1::2] = sf[m_idx]
+    h: Any = highspy.Highs()  # type: ignore[no-untyped-call]
+    h.setOptionValue("output_flag", False)
+    lp = highspy.HighsLp()
+    lp.num_col_, lp.num_row_ = ncol, n + k * depth
+    lp.col_cost_ = cost
+    lp.col_lower_ = np.zeros(ncol)
+    lp.col_upper_ = ub
+    lp.row_lower_ = np.concatenate([np.where(runnable, 1.0, -INF), np.full(k * depth, -INF)])
+    lp.row_upper_ = np.concatenate([np.ones(n), np.repeat(capacity, depth)])
+    lp.a_matrix_.format_ = highspy.MatrixFormat.kColwise
+    lp.a_matrix_.num_col_, lp.a_matrix_.num_row_ = ncol, n + k * depth
+    lp.a_matrix_.start_ = np.arange(0, 2 * ncol + 1, 2, dtype=np.int32)
+    lp.a_matrix_.index_ = index
+    lp.a_matrix_.value_ = value
+    h.passModel(lp)
+    h.setOptionValue("solver", "simplex")
+    h.setOptionValue("presolve", "off")
+    h.run()
+    status = h.getModelStatus()
+    if status != highspy.HighsModelStatus.kOptimal:
+        raise SolverError(f"HiGHS: {h.modelStatusToString(status)}")
+    return np.asarray(h.getSolution().col_value, dtype=np.float64)
 
 
 @register
@@ -48,21 +96,8 @@ class AlloX:
         ub = np.repeat(ok.ravel().astype(np.float64), depth)
         big = float(cost.max(initial=1.0)) * 10 + 1.0
         cost = np.where(ub > 0, cost, big)
-        m_idx, j_idx, q_idx = np.unravel_index(np.arange(n * k * depth), (n, k, depth))
-        # each runnable job exactly once: sum <= 1 and -sum <= -1
         runnable_jobs: NDArray[np.bool_] = np.asarray(ok.any(axis=1))
-        A_job = sp.csr_matrix(
-            (np.ones(m_idx.size), (m_idx, np.arange(m_idx.size))), (n, m_idx.size)
-        )
-        slot = j_idx * depth + q_idx
-        A_slot = sp.csr_matrix(
-            (p.sf[m_idx], (slot, np.arange(m_idx.size))), (k * depth, m_idx.size)
-        )
-        A = sp.vstack([A_job, -A_job[runnable_jobs], A_slot]).tocsr()
-        b = np.concatenate(
-            [np.ones(n), -np.ones(int(runnable_jobs.sum())), np.repeat(p.capacity, depth)]
-        )
-        z, _ = solve_min(cost, A, b, ub, method="simplex")
+        z = _transport(cost, ub, p.sf, p.capacity, runnable_jobs, k, depth)
         z = z.reshape(n, k, depth)
         X = np.zeros((n, k))
         placed = z.reshape(n, -1).argmax(axis=1)

@@ -1,35 +1,91 @@
 """Minimise makespan: Gavel's ``min_total_duration[_perf]`` as a single LP.
 
-Gavel bisects over the makespan M with a feasibility problem per step. With
-``theta = 1 / M`` the constraint ``r_m / throughput(m, X) <= M`` becomes
-``throughput(m, X) >= theta r_m``, linear in (X, theta): one max-min LP.
+Gavel bisects over the makespan M with a feasibility problem per step. Here it is one
+LP in "time spent" variables ``Y = M X`` (seconds job m runs on type j until the
+makespan): finishing is ``sum_j (T_mj / r_m) Y_mj >= 1`` with no M in it, and the
+time and capacity rows become ``sum_j Y_mj <= M`` and ``sum_m sf_m Y_mj <= cap_j M``
+(``X <= 1`` follows from the time row). Minimise M. Unlike the ``theta = 1/M``
+max-min form (one dense theta column coupling every job's row), dual simplex
+from the slack basis then needs about one pivot per job and no presolve: 4x faster
+than interior point at 2,048 jobs.
 """
 
 from __future__ import annotations
 
-from typing import ClassVar
+from typing import Any, ClassVar
 
+import highspy
 import numpy as np
+import scipy.sparse as sp
 from numpy.typing import NDArray
 
 from lyra_ray.model import Allocation, ClusterSnapshot
 from policies.base import register
 from policies.gavel.inputs import FloatArray, Problem, build_problem, to_allocation
-from policies.gavel.lp import base_constraints, max_min, utility_matrix
+from policies.gavel.lp import SolverError
+
+INF = highspy.kHighsInf
+
+
+def makespan_lp(rate: FloatArray, sf: FloatArray, capacity: FloatArray) -> tuple[FloatArray, float]:
+    """Min-makespan X and M, for jobs that each run somewhere (every row of ``rate``,
+    the fraction of the job done per second on each type, has a positive entry)."""
+    n, k = rate.shape
+    best = rate.max(axis=1)
+    # Units: each finishing row divided by its best rate (its coefficients in (0, 1]),
+    # and time measured in tau0 = the longest job's time alone on its best type, so
+    # every right-hand side lies in (0, 1] and M / tau0 >= 1.
+    tau0 = float((1.0 / best).max())
+    jk = np.arange(n * k)
+    m_col = n * k
+    rows = np.concatenate(
+        [jk // k, n + jk // k, 2 * n + jk % k, n + np.arange(n), 2 * n + np.arange(k)]
+    )
+    cols = np.concatenate([jk, jk, jk, np.full(n, m_col), np.full(k, m_col)])
+    vals = np.concatenate(
+        [(rate / best[:, None]).ravel(), np.ones(n * k), np.repeat(sf, k), -np.ones(n), -capacity]
+    )
+    nrow, ncol = 2 * n + k, n * k + 1
+    A = sp.csc_matrix((vals, (rows, cols)), shape=(nrow, ncol))
+    h: Any = highspy.Highs()  # type: ignore[no-untyped-call]
+    h.setOptionValue("output_flag", False)
+    lp = highspy.HighsLp()
+    lp.num_col_, lp.num_row_ = ncol, nrow
+    cost = np.zeros(ncol)
+    cost[-1] = 1.0
+    lp.col_cost_ = cost
+    lp.col_lower_ = np.zeros(ncol)
+    lp.col_upper_ = np.concatenate([np.where(rate.ravel() > 0, INF, 0.0), [INF]])
+    lp.row_lower_ = np.concatenate([1.0 / (best * tau0), np.full(n + k, -INF)])
+    lp.row_upper_ = np.concatenate([np.full(n, INF), np.zeros(n + k)])
+    lp.a_matrix_.format_ = highspy.MatrixFormat.kColwise
+    lp.a_matrix_.num_col_, lp.a_matrix_.num_row_ = ncol, nrow
+    lp.a_matrix_.start_ = A.indptr
+    lp.a_matrix_.index_ = A.indices
+    lp.a_matrix_.value_ = A.data
+    h.passModel(lp)
+    h.setOptionValue("solver", "simplex")
+    h.setOptionValue("presolve", "off")
+    h.run()
+    status = h.getModelStatus()
+    if status != highspy.HighsModelStatus.kOptimal:
+        raise SolverError(f"HiGHS: {h.modelStatusToString(status)}")
+    y = np.asarray(h.getSolution().col_value, dtype=np.float64)
+    m_scaled = float(y[-1])
+    X = np.clip(y[:-1].reshape(n, k) / m_scaled, 0.0, 1.0)
+    return X, m_scaled * tau0
 
 
 def solve_makespan(p: Problem) -> tuple[FloatArray, float]:
     """Returns (X, makespan in seconds) over the jobs that can run."""
     r = np.array([max(j.remaining_steps, 1e-9) for j in p.jobs]).reshape(p.n)
     active: NDArray[np.bool_] = np.asarray(p.runnable.any(axis=1))
+    X = np.zeros((p.n, p.k))
     if not active.any():
-        return np.zeros((p.n, p.k)), 0.0
-    A, b = base_constraints(p.sf, p.capacity)
-    ub = p.runnable.astype(np.float64).ravel()
-    coef = (p.T * p.runnable) / r[:, None]
-    res = max_min(utility_matrix(coef), A, b, ub, active=active, floor=np.zeros(p.n))
-    theta = res.level
-    return res.x.reshape(p.n, p.k), (1.0 / theta if theta > 0 else float("inf"))
+        return X, 0.0
+    rate = (p.T * p.runnable)[active] / r[active, None]
+    X[active], makespan = makespan_lp(rate, p.sf[active], p.capacity)
+    return X, makespan
 
 
 @register

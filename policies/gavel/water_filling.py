@@ -8,8 +8,14 @@ is Pareto-efficient: raise the common level with an LP, freeze the jobs that can
 higher, repeat with the rest. Gavel finds the frozen jobs with a MILP per iteration; a
 job whose ``utility >= level`` row has a positive dual is at that level in *every*
 optimal solution, hence a bottleneck, so the duals of the same LP identify them and
-each iteration is one warm-started LP (:mod:`policies.gavel.warm`). Every
-iteration freezes at least one job (duals sum to 1).
+each iteration is one warm-started LP (:mod:`policies.gavel.highs_incremental`, where
+a freeze is a bound change). Every iteration freezes at least one job (duals sum to 1).
+
+Most levels, though, are single jobs reaching their own cap (all their time on their
+best type): 345 of 346 iterations at 2,048 jobs. Those are found in bulk — the
+largest prefix of rising jobs by cap that can sit at their caps while the rest share
+a level at least as high — by galloping search over warm LPs, so 2,048 jobs take ~20
+LPs instead of ~350.
 """
 
 from __future__ import annotations
@@ -24,10 +30,10 @@ from numpy.typing import NDArray
 
 from lyra_ray.model import Allocation, ClusterSnapshot
 from policies.base import register
+from policies.gavel.highs_incremental import LevelLP, LevelSolution
 from policies.gavel.inputs import FloatArray, Problem, build_problem, to_allocation
-from policies.gavel.lp import SolverError, base_constraints, utility_matrix
+from policies.gavel.lp import base_constraints, utility_matrix
 from policies.gavel.max_min_fairness import las_coefficients
-from policies.gavel.warm import WarmMaxMin
 
 log = logging.getLogger(__name__)
 
@@ -46,32 +52,144 @@ def water_fill(
     b: FloatArray,
     ub: FloatArray,
     active: NDArray[np.bool_],
+    caps: FloatArray | None = None,
     dual_tol: float = 1e-9,
+    rel_tol: float = 1e-7,
 ) -> tuple[FloatArray, FloatArray]:
-    """Max-min fair utilities of ``U x`` under ``A x <= b``; returns (x, level per job)."""
+    """Max-min fair utilities of ``U x`` under ``A x <= b``; returns (x, level per job).
+
+    ``caps``: an upper bound on each job's utility over the feasible set, by default
+    :func:`utility_caps`. Exact ones let one step freeze hundreds of jobs; any valid
+    bound (even ``inf``) gives the same result, only slower.
+    """
     n = U.shape[0]
-    lp = WarmMaxMin(U, A, b, ub, demand=active.astype(np.float64))
-    frozen = ~active
-    level = np.zeros(n)
+    lp = LevelLP(U, A, b, ub)
+    caps = utility_caps(U, A, b, ub) if caps is None else np.asarray(caps, dtype=np.float64)
+    cap = caps / lp.scale
+    frozen: NDArray[np.bool_] = ~active
+    level = np.zeros(n)  # scaled units until the end
+    lp.set_jobs(~frozen, np.zeros(n))
     x = np.zeros(U.shape[1])
     while not frozen.all():
-        try:
-            x, t, duals = lp.solve()
-        except SolverError:
+        res = lp.solve()
+        if res is None:
             # Numerical trouble after many warm re-solves (floors a hair too high): keep
             # the last feasible allocation and freeze the rest where it leaves them.
             log.warning("water-filling stopped early with %d jobs unfrozen", int((~frozen).sum()))
-            util = np.asarray(U @ x).ravel()
+            util = np.asarray(U @ x).ravel() / lp.scale
             level[~frozen] = util[~frozen]
             break
-        free = ~frozen
-        newly = free & (duals > dual_tol)
-        if not newly.any():
-            newly = free
-        level[newly] = t
-        lp.freeze(np.flatnonzero(newly), level[newly] * (1 - 1e-7))
-        frozen = frozen | newly
-    return x, level
+        rising = ~frozen
+        capped, res = _cap_limited(lp, res, rising, cap, rel_tol)
+        x = res.x
+        if capped.size:
+            level[capped] = cap[capped]
+            frozen[capped] = True
+            rising = ~frozen
+        newly = rising & ((res.duals > dual_tol) | (cap <= res.t * (1 + rel_tol)))
+        if rising.any() and not newly.any():
+            newly = rising
+        level[newly] = res.t
+        frozen |= newly
+        lp.set_jobs(~frozen, np.where(frozen & active, level * (1 - rel_tol), 0.0))
+    return x, level * lp.scale
+
+
+def utility_caps(U: sp.csr_matrix, A: sp.csr_matrix, b: FloatArray, ub: FloatArray) -> FloatArray:
+    """An upper bound on each job's utility ``U_m x``, from one row of ``A x <= b``:
+    if a row with no negative entry has ``A_rc > 0`` on every column c job m draws
+    utility from, ``U_m x <= b_r max_c U_mc / A_rc`` (else ``U_m x <= U_m ub``).
+    Gavel's time row ``sum_j X_mj (+ pairs) <= 1`` gives ``max_c U_mc``, the job
+    running all its time on its best type or pair, which is exact. ``inf`` where U
+    has a negative entry."""
+    Uc = (U.tocsr() @ sp.diags((np.asarray(ub) > 0).astype(np.float64))).tocsr()
+    Uc.eliminate_zeros()
+    size = Uc.getnnz(axis=1)
+    if (Uc.data < 0).any():
+        return np.where(size == 0, 0.0, np.inf)
+    caps = np.asarray(Uc @ np.asarray(ub, dtype=np.float64)).ravel()  # every x at its bound
+    Ac = A.tocsr()
+    neg = np.zeros(Ac.shape[0], dtype=bool)
+    neg[np.repeat(np.arange(Ac.shape[0]), np.diff(Ac.indptr))[Ac.data < 0]] = True
+    usable = sp.diags((~neg & (np.asarray(b) >= 0)).astype(np.float64))
+    pattern = (usable @ (Ac > 0).astype(np.float64)).T.tocsc()
+    hits = ((Uc > 0).astype(np.float64) @ pattern).tocoo()
+    ok = (hits.data == size[hits.row]) & (size[hits.row] > 0)
+    m_arr, r_arr = hits.row[ok], hits.col[ok]
+    if m_arr.size == 0:
+        return caps
+    counts = size[m_arr]
+    first = np.cumsum(counts) - counts
+    entry = (
+        np.arange(int(counts.sum()))
+        - np.repeat(first, counts)
+        + np.repeat(Uc.indptr[m_arr], counts)
+    )
+    a_rc = np.asarray(Ac[np.repeat(r_arr, counts), Uc.indices[entry]]).ravel()
+    per_row = np.maximum.reduceat(Uc.data[entry] / a_rc, first) * np.asarray(b)[r_arr]
+    np.minimum.at(caps, m_arr, per_row)
+    return caps
+
+
+def _cap_limited(
+    lp: LevelLP,
+    res: LevelSolution,
+    rising: NDArray[np.bool_],
+    cap: FloatArray,
+    rel_tol: float,
+) -> tuple[NDArray[np.int64], LevelSolution]:
+    """Jobs that reach their own cap before the level stops rising, and the LP then.
+
+    Holding the first k rising jobs (by cap) at their caps and the rest at a common
+    level is feasible for every k up to some k* and for none above (each job's
+    requirement ``min(level, cap_m)`` only grows with k), so k* is found by galloping
+    then bisection, a dozen warm LPs instead of one per job. A feasible probe at
+    level t proves every k whose caps are all <= t; one whose level stays below the
+    next cap is k* itself: the next job cannot reach its cap.
+    """
+    idx = np.flatnonzero(rising)
+    order = idx[np.argsort(cap[idx], kind="stable")]
+    c = cap[order]
+    lo = int(np.searchsorted(c, res.t * (1 + rel_tol), side="right"))
+    none = np.zeros(0, dtype=np.int64)
+    if lo == 0 or lo >= order.size:
+        return none, res  # (in ``res`` the capped jobs still hold the level down)
+    base_rising, base_floor = lp.rising.copy(), lp.floor.copy()
+
+    def state(k: int) -> tuple[NDArray[np.bool_], FloatArray]:
+        r, f = base_rising.copy(), base_floor.copy()
+        r[order[:k]] = False
+        f[order[:k]] = c[:k] * (1 - rel_tol)
+        return r, f
+
+    def probe(k: int) -> LevelSolution | None:
+        lp.set_jobs(*state(k))
+        return lp.solve()
+
+    best: LevelSolution | None = None
+    best_k, hi, step = -1, order.size + 1, max(1, lo)
+    while hi - lo > 1:
+        k = min(lo + step, order.size) if hi > order.size else (lo + hi) // 2
+        step *= 2
+        out = probe(k)
+        if out is None:
+            hi = k
+            continue
+        # Any feasible probe lifts every job to min(t, its cap): ok up to ``reach``.
+        reach = int(np.searchsorted(c, out.t * (1 + rel_tol), side="right"))
+        if reach < k:
+            hi, lo = k, max(lo, reach)
+            continue
+        lo, best, best_k = max(lo, reach), out, k
+        if reach == k:
+            break  # the level stops below the next job's cap: k is k*
+    if best_k != lo:
+        best = probe(lo)
+    if best is None:  # numerical trouble: give up the shortcut
+        lp.set_jobs(base_rising, base_floor)
+        return none, res
+    lp.set_jobs(*state(lo))
+    return order[:lo], best
 
 
 def solve_water_filling(p: Problem, agnostic: bool) -> tuple[FloatArray, FloatArray]:
