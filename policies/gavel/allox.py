@@ -14,18 +14,16 @@ arrival and completion.
 from __future__ import annotations
 
 import math
-from typing import Any, ClassVar
+from typing import ClassVar
 
-import highspy
 import numpy as np
+import scipy.sparse as sp
 from numpy.typing import NDArray
 
 from lyra_ray.model import Allocation, ClusterSnapshot
 from policies.base import register
+from policies.gavel.highs_model import INF, new_highs, pass_lp, run_simplex
 from policies.gavel.inputs import FloatArray, build_problem, to_allocation
-from policies.gavel.lp import SolverError
-
-INF = highspy.kHighsInf
 
 
 def _transport(
@@ -50,28 +48,22 @@ def _transport(
     value = np.empty(2 * ncol)
     value[0::2] = 1.0
     value[1::2] = sf[m_idx]
-    h: Any = highspy.Highs()  # type: ignore[no-untyped-call]
-    h.setOptionValue("output_flag", False)
-    lp = highspy.HighsLp()
-    lp.num_col_, lp.num_row_ = ncol, n + k * depth
-    lp.col_cost_ = cost
-    lp.col_lower_ = np.zeros(ncol)
-    lp.col_upper_ = ub
-    lp.row_lower_ = np.concatenate([np.where(runnable, 1.0, -INF), np.full(k * depth, -INF)])
-    lp.row_upper_ = np.concatenate([np.ones(n), np.repeat(capacity, depth)])
-    lp.a_matrix_.format_ = highspy.MatrixFormat.kColwise
-    lp.a_matrix_.num_col_, lp.a_matrix_.num_row_ = ncol, n + k * depth
-    lp.a_matrix_.start_ = np.arange(0, 2 * ncol + 1, 2, dtype=np.int32)
-    lp.a_matrix_.index_ = index
-    lp.a_matrix_.value_ = value
-    h.passModel(lp)
-    h.setOptionValue("solver", "simplex")
-    h.setOptionValue("presolve", "off")
-    h.run()
-    status = h.getModelStatus()
-    if status != highspy.HighsModelStatus.kOptimal:
-        raise SolverError(f"HiGHS: {h.modelStatusToString(status)}")
-    return np.asarray(h.getSolution().col_value, dtype=np.float64)
+    nrow = n + k * depth
+    A = sp.csc_matrix(
+        (value, index, np.arange(0, 2 * ncol + 1, 2, dtype=np.int32)), shape=(nrow, ncol)
+    )
+    h = new_highs()
+    pass_lp(
+        h,
+        A,
+        cost,
+        (np.zeros(ncol), ub),
+        (
+            np.concatenate([np.where(runnable, 1.0, -INF), np.full(k * depth, -INF)]),
+            np.concatenate([np.ones(n), np.repeat(capacity, depth)]),
+        ),
+    )
+    return run_simplex(h)
 
 
 @register

@@ -25,9 +25,8 @@ import numpy as np
 import scipy.sparse as sp
 from numpy.typing import NDArray
 
+from policies.gavel.highs_model import INF, new_highs, pass_lp
 from policies.gavel.lp import FloatArray
-
-INF = highspy.kHighsInf
 
 
 @dataclass(frozen=True)
@@ -69,24 +68,20 @@ class LevelLP:
         vals = np.concatenate([base.data, uc.data, -np.ones(n), np.ones(n), -np.ones(n)])
         nrow, ncol = nb + 2 * n, nx + n + 1
         A = sp.csc_matrix((vals.astype(np.float64), (rows, cols)), shape=(nrow, ncol))
-        self.h: Any = highspy.Highs()  # type: ignore[no-untyped-call]
-        self.h.setOptionValue("output_flag", False)
-        lp = highspy.HighsLp()
-        lp.num_col_, lp.num_row_ = ncol, nrow
         cost = np.zeros(ncol)
         cost[-1] = -1.0
-        lp.col_cost_ = cost
-        lp.col_lower_ = np.zeros(ncol)
         ubx = np.where(np.isinf(ub), INF, ub).astype(np.float64)
-        lp.col_upper_ = np.concatenate([ubx, np.full(n, INF), [self.top]])
-        lp.row_lower_ = np.concatenate([np.full(nb, -INF), np.zeros(2 * n)])
-        lp.row_upper_ = np.concatenate([np.asarray(b_base, dtype=np.float64), np.full(2 * n, INF)])
-        lp.a_matrix_.format_ = highspy.MatrixFormat.kColwise
-        lp.a_matrix_.num_col_, lp.a_matrix_.num_row_ = ncol, nrow
-        lp.a_matrix_.start_ = A.indptr
-        lp.a_matrix_.index_ = A.indices
-        lp.a_matrix_.value_ = A.data
-        self.h.passModel(lp)
+        self.h: Any = new_highs()
+        pass_lp(
+            self.h,
+            A,
+            cost,
+            (np.zeros(ncol), np.concatenate([ubx, np.full(n, INF), [self.top]])),
+            (
+                np.concatenate([np.full(nb, -INF), np.zeros(2 * n)]),
+                np.concatenate([np.asarray(b_base, dtype=np.float64), np.full(2 * n, INF)]),
+            ),
+        )
         # Dual simplex throughout, presolve off even for the cold start: after a
         # presolved first solve the first warm re-solve took ~5,000 pivots at 2,048 jobs
         # (tens without), and a cold dual simplex is as fast as interior point here.

@@ -12,19 +12,16 @@ than interior point at 2,048 jobs.
 
 from __future__ import annotations
 
-from typing import Any, ClassVar
+from typing import ClassVar
 
-import highspy
 import numpy as np
 import scipy.sparse as sp
 from numpy.typing import NDArray
 
 from lyra_ray.model import Allocation, ClusterSnapshot
 from policies.base import register
+from policies.gavel.highs_model import INF, new_highs, pass_lp, run_simplex
 from policies.gavel.inputs import FloatArray, Problem, build_problem, to_allocation
-from policies.gavel.lp import SolverError
-
-INF = highspy.kHighsInf
 
 
 def makespan_lp(rate: FloatArray, sf: FloatArray, capacity: FloatArray) -> tuple[FloatArray, float]:
@@ -47,30 +44,20 @@ def makespan_lp(rate: FloatArray, sf: FloatArray, capacity: FloatArray) -> tuple
     )
     nrow, ncol = 2 * n + k, n * k + 1
     A = sp.csc_matrix((vals, (rows, cols)), shape=(nrow, ncol))
-    h: Any = highspy.Highs()  # type: ignore[no-untyped-call]
-    h.setOptionValue("output_flag", False)
-    lp = highspy.HighsLp()
-    lp.num_col_, lp.num_row_ = ncol, nrow
     cost = np.zeros(ncol)
     cost[-1] = 1.0
-    lp.col_cost_ = cost
-    lp.col_lower_ = np.zeros(ncol)
-    lp.col_upper_ = np.concatenate([np.where(rate.ravel() > 0, INF, 0.0), [INF]])
-    lp.row_lower_ = np.concatenate([1.0 / (best * tau0), np.full(n + k, -INF)])
-    lp.row_upper_ = np.concatenate([np.full(n, INF), np.zeros(n + k)])
-    lp.a_matrix_.format_ = highspy.MatrixFormat.kColwise
-    lp.a_matrix_.num_col_, lp.a_matrix_.num_row_ = ncol, nrow
-    lp.a_matrix_.start_ = A.indptr
-    lp.a_matrix_.index_ = A.indices
-    lp.a_matrix_.value_ = A.data
-    h.passModel(lp)
-    h.setOptionValue("solver", "simplex")
-    h.setOptionValue("presolve", "off")
-    h.run()
-    status = h.getModelStatus()
-    if status != highspy.HighsModelStatus.kOptimal:
-        raise SolverError(f"HiGHS: {h.modelStatusToString(status)}")
-    y = np.asarray(h.getSolution().col_value, dtype=np.float64)
+    h = new_highs()
+    pass_lp(
+        h,
+        A,
+        cost,
+        (np.zeros(ncol), np.concatenate([np.where(rate.ravel() > 0, INF, 0.0), [INF]])),
+        (
+            np.concatenate([1.0 / (best * tau0), np.full(n + k, -INF)]),
+            np.concatenate([np.full(n, INF), np.zeros(n + k)]),
+        ),
+    )
+    y = run_simplex(h)
     m_scaled = float(y[-1])
     X = np.clip(y[:-1].reshape(n, k) / m_scaled, 0.0, 1.0)
     return X, m_scaled * tau0
