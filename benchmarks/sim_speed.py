@@ -4,12 +4,15 @@ Runs each policy through ``lyra simulate``'s own code path and writes wall time 
 core steps/s to ``benchmarks/results/sim_speed.json``. Gavel's own simulator was timed on
 this machine at 42–272 s per policy on this trace (64 s for max_min_fairness_perf); that
 constant is the baseline the ratio is taken against, since Gavel's code is not shipped here.
+The host is shared, so each entry also records the process's CPU seconds and the 1-minute
+load average around the run: compare wall times only at similar load.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 import time
 from pathlib import Path
@@ -44,11 +47,15 @@ def main() -> int:
         if name not in available_policies():
             results[name] = {"skipped": "policy not available"}
             continue
-        t0 = time.perf_counter()
+        load = os.getloadavg()[0]
+        t0, c0 = time.perf_counter(), time.process_time()
         res = Simulator(nodes, get_policy(name), model, round_s=360).run(specs, (1000, 1499))
         wall = time.perf_counter() - t0
         entry = {
             "wall_s": wall,
+            "cpu_s": time.process_time() - c0,
+            "load_avg_1m_before": load,
+            "load_avg_1m_after": os.getloadavg()[0],
             "core_steps": res.events,
             "steps_per_s": res.events / wall,
             "completed_jobs": res.summary["completed_jobs"],
@@ -59,8 +66,8 @@ def main() -> int:
             entry["speedup_vs_gavel"] = GAVEL_SECONDS[name] / wall
         results[name] = entry
         print(
-            f"{name}: {wall:.2f} s, {res.events} core steps, "
-            f"avg JCT (1000-1499) {res.summary['avg_jct_s']}"
+            f"{name}: {wall:.2f} s (cpu {entry['cpu_s']:.2f} s, load {load:.2f}), "
+            f"{res.events} core steps, avg JCT (1000-1499) {res.summary['avg_jct_s']!r}"
         )
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)
     Path(args.out).write_text(

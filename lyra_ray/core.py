@@ -37,6 +37,10 @@ class Runtime(Protocol):
     def poll(self) -> list[m.Event]: ...
 
 
+def _same(prev: Assignment | None, a: Assignment) -> bool:
+    return prev is a or prev == a
+
+
 class RoundMechanismLike(Protocol):
     def assign(
         self,
@@ -93,6 +97,10 @@ class SchedulerCore:
         self.now = 0.0
         self.allocation = m.Allocation()
         self._dirty = True
+        self._must_place = True
+        """Set until a full cycle has placed the current jobs on the current nodes (see
+        :meth:`holds_mid_round`): node changes and restored state need a real placement."""
+        self._nodes_cache: tuple[tuple[m.Node, ...], frozenset[NodeId]] | None = None
         self.reclaims = 0
         self.cycles = 0
 
@@ -116,19 +124,50 @@ class SchedulerCore:
         tick = self._fold(events, actions)
         if not self._dirty and not (tick and self.allocation.fractions):
             return actions
+        if not tick and self.holds_mid_round():
+            self.cycles += 1  # the full cycle would defer the policy and change nothing
+            return actions
         snap = self.snapshot()
         if self._dirty and not self._defer_policy(snap, tick):
             self.allocation = self.policy.allocate(snap)
             self._dirty = False
-        previous = {j.id: j.current for j in self.active() if j.current is not None}
-        lend = self.allocation.lend & {n.id for n in self.nodes.values() if n.pool == "inference"}
+        previous = {j.id: j.current for j in self._active.values() if j.current is not None}
+        lend = self.allocation.lend & self.nodes_info()[1] if self.allocation.lend else frozenset()
         if lend != self.lent:
             snap = self._with_lent(snap, frozenset(lend))
         desired = self._desired(snap, previous, tick)
         placed = self.placer.place(desired, snap, previous, self.allocation.preferred_nodes)
         actions += self._diff(placed, previous, set(lend))
+        self._must_place = False
         self.cycles += 1
         return actions
+
+    def holds_mid_round(self) -> bool:
+        """Whether a step without a :class:`Tick` would change nothing but bookkeeping.
+
+        Mid-round, a pure time-fraction allocation (no integral workers, no loans) defers
+        the policy to the next round boundary and keeps every running job where it is, so
+        the full cycle (snapshot, placement, diff) would emit no action: arrivals and
+        completions between round boundaries (a third of a Gavel run's steps) skip it.
+        Space-sharing pairs, loans, node changes and the minimum lease take the full cycle.
+        The simulator also uses this to hold back progress reports nobody would read.
+        """
+        alloc = self.allocation
+        if (
+            self._must_place
+            or not alloc.fractions
+            or alloc.workers
+            or alloc.lend
+            or self.lent
+            or self.min_lease_s > 0
+            or getattr(self.rounds, "would_adopt", None) is None
+        ):
+            return False
+        for j in self._active.values():
+            a = j.current
+            if a is not None and (a.partner is not None or not a.nodes):
+                return False
+        return True
 
     def _defer_policy(self, snap: ClusterSnapshot, tick: bool) -> bool:
         """Skip a solve whose answer the round mechanism would not adopt yet.
@@ -149,13 +188,29 @@ class SchedulerCore:
     def snapshot(self) -> ClusterSnapshot:
         return ClusterSnapshot(
             now=self.now,
-            nodes=tuple(self.nodes[k] for k in sorted(self.nodes)),
-            jobs=tuple(j.view() for j in self.active()),
+            nodes=self.nodes_info()[0],
+            jobs=tuple([j.view() for j in self._active.values()]),
             throughput_model=self.throughputs,
             round_s=self.round_s,
             serving_demand=self.serving_demand,
             lent_nodes=frozenset(self.lent),
         )
+
+    def nodes_info(self) -> tuple[tuple[m.Node, ...], frozenset[NodeId]]:
+        """(nodes sorted by id, inference node ids), rebuilt only when a node comes or goes.
+
+        The same tuple object goes into every snapshot, so consumers may cache on it.
+        """
+        if self._nodes_cache is None:
+            nodes = tuple(self.nodes[k] for k in sorted(self.nodes))
+            inference = frozenset(n.id for n in nodes if n.pool == "inference")
+            self._nodes_cache = (nodes, inference)
+        return self._nodes_cache
+
+    def _nodes_changed(self) -> None:
+        self._nodes_cache = None
+        self._must_place = True
+        self._dirty = True
 
     # ------------------------------------------------------------------ 1. fold
 
@@ -176,12 +231,13 @@ class SchedulerCore:
             if isinstance(ev, m.Tick):
                 tick = True
             elif isinstance(ev, m.JobProgress):
-                j = self.jobs.get(ev.job_id)
-                if j is not None and not j.status.terminal:
+                j = self._active.get(ev.job_id)  # the jobs not yet terminal
+                if j is not None:
                     j.steps_done = min(j.spec.total_steps, max(j.steps_done, ev.steps_done))
                     if j.lease_from_s is None and j.steps_done > j.launch_steps:
                         j.lease_from_s = self.now
-                    self._observe(j, ev.steps_per_s)
+                    if ev.steps_per_s is not None:
+                        self._observe(j, ev.steps_per_s)
             elif isinstance(ev, m.JobSubmitted):
                 if ev.job_id in self.jobs:
                     raise ValueError(f"job id {ev.job_id!r} submitted twice")
@@ -211,7 +267,7 @@ class SchedulerCore:
                 if ev.node.gpu_type not in known:
                     for j in self.active():
                         j.throughput = self._throughput_row(j)
-                self._dirty = True
+                self._nodes_changed()
             elif isinstance(ev, m.NodeDown):
                 self._node_down(ev.node_id)
             elif isinstance(ev, m.ServingDemand) and ev.servers != self.serving_demand:
@@ -249,7 +305,7 @@ class SchedulerCore:
                 # Its runtime lost the workers on that node: the job resumes elsewhere.
                 j.current, j.status = None, JobStatus.PREEMPTED
                 j.num_preemptions += 1
-        self._dirty = True
+        self._nodes_changed()
 
     # ------------------------------------------------------------------ 5. rounds
 
@@ -272,7 +328,11 @@ class SchedulerCore:
         out = {j: Assignment(g, n) for j, (g, n) in alloc.workers.items() if j in active and n > 0}
         if alloc.fractions:
             if tick:
-                pinned = {j: a for j, a in previous.items() if j in active and self._leased(j)}
+                pinned = (
+                    {j: a for j, a in previous.items() if j in active and self._leased(j)}
+                    if self.min_lease_s > 0
+                    else {}
+                )
                 out.update(self.rounds.assign(snap, alloc, previous, pinned or None))
             else:  # mid-round: keep this round's assignment for jobs still running
                 for j, a in previous.items():
@@ -297,19 +357,18 @@ class SchedulerCore:
         stops: list[m.Action] = []
         starts: list[m.Action] = []
         reclaimed = self.lent - lend
-        for jid in sorted(previous):
-            if jid not in placed:
-                j = self.jobs[jid]
-                if any(n in reclaimed for n, _ in previous[jid].nodes):
-                    j.reclaim_preemptions += 1
-                j.current, j.status = None, JobStatus.PREEMPTED
-                j.num_preemptions += 1
-                stops.append(m.Preempt(jid))
-        for jid in sorted(placed):
+        for jid in sorted(j for j in previous if j not in placed):
+            j = self.jobs[jid]
+            if any(n in reclaimed for n, _ in previous[jid].nodes):
+                j.reclaim_preemptions += 1
+            j.current, j.status = None, JobStatus.PREEMPTED
+            j.num_preemptions += 1
+            stops.append(m.Preempt(jid))
+        # Jobs whose assignment is unchanged (lease extension) are left untouched.
+        moved = [jid for jid, a in placed.items() if not _same(previous.get(jid), a)]
+        for jid in sorted(moved):
             a, j = placed[jid], self.jobs[jid]
             prev = previous.get(jid)
-            if prev == a:
-                continue  # lease extension: untouched
             if prev is None:
                 starts.append(m.Launch(jid, a))
                 if j.first_start_s is None:
@@ -326,7 +385,7 @@ class SchedulerCore:
         lend_actions += [m.Lend(n) for n in sorted(lend - self.lent)]
         if lend != self.lent:
             self.reclaims += len(reclaimed)
-            inference = sum(1 for n in self.nodes.values() if n.pool == "inference")
+            inference = len(self.nodes_info()[1])
             self.lent = lend
             lend_actions.append(m.ScaleServe(inference - len(lend)))
         resize = [a for a in stops if isinstance(a, m.Resize)]
@@ -363,4 +422,4 @@ class SchedulerCore:
             self._rounds = type(self.rounds).from_state(state["rounds"])  # type: ignore[attr-defined]
         for j in self.jobs.values():
             j.throughput = self._throughput_row(j)
-        self._dirty = True
+        self._nodes_changed()

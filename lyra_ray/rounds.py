@@ -40,16 +40,31 @@ from lyra_ray.model import (
     GpuType,
     JobId,
     JobView,
+    Node,
     pair_key,
     split_pair,
 )
+from lyra_ray.round_greedy import (
+    EntryRow,
+    Row,
+    active_by_id,
+    fastest_first,
+    greedy,
+    pair_runnable,
+    rank,
+)
 
-BIG = 1e9  # Gavel's "nothing received yet" multiplier (not inf: larger X still sorts first)
+_EMPTY: dict[GpuType, float] = {}
 
 
 @dataclass
 class RoundMechanism:
-    """Gavel's priority-based round mechanism; one instance per scheduler core."""
+    """Gavel's priority-based round mechanism; one instance per scheduler core.
+
+    A round runs every few simulated minutes, so the per-round work is kept to a walk
+    over the active entries: throughput rows, runnable types, GPU counts and the pair
+    keys of the allocation are cached on the identity of their (immutable) sources.
+    """
 
     shuffle_types: bool = False
     """Gavel shuffles the GPU-type order each round for its agnostic policies."""
@@ -58,18 +73,26 @@ class RoundMechanism:
     """Gavel's default; 0 adopts every new allocation at the next round."""
     skip_zero_priority: bool = False
     """Gavel's FIFO rule: never hand idle GPUs to entries the allocation gives nothing."""
-    _job_time: dict[str, dict[GpuType, float]] = field(default_factory=dict)
-    _worker_time: dict[GpuType, float] = field(default_factory=dict)
-    _deficits: dict[str, dict[GpuType, float]] = field(default_factory=dict)
-    _alloc_ref: dict[str, dict[GpuType, float]] = field(default_factory=dict)
-    _seen: dict[JobId, dict[GpuType, float]] = field(default_factory=dict)
+    _job_time: dict[str, Row] = field(default_factory=dict)
+    _worker_time: Row = field(default_factory=dict)
+    _deficits: dict[str, Row] = field(default_factory=dict)
+    _alloc_ref: dict[str, Row] = field(default_factory=dict)
+    _seen: dict[JobId, Row] = field(default_factory=dict)
     _job_set: list[JobId] = field(default_factory=list)
     _last_reset: float | None = None
     _rounds: int = 0
-    _thr: dict[JobId, dict[GpuType, float]] = field(default_factory=dict, repr=False)
+    _thr: dict[JobId, Row] = field(default_factory=dict, repr=False)
     _order_cache: tuple[object, list[GpuType]] | None = field(default=None, repr=False)
-    _run_cache: dict[str, tuple[object, set[GpuType]]] = field(default_factory=dict, repr=False)
-    _cands: list[tuple[str, set[GpuType]]] | None = field(default=None, repr=False)
+    _run_cache: dict[str, tuple[tuple[Row, ...], set[GpuType]]] = field(
+        default_factory=dict, repr=False
+    )
+    _row_cache: dict[JobId, tuple[object, object, Row]] = field(default_factory=dict, repr=False)
+    _gpus_cache: tuple[tuple[Node, ...], frozenset[str], dict[GpuType, int]] | None = field(
+        default=None, repr=False
+    )
+    _pairs_cache: tuple[object, list[tuple[str, tuple[JobId, ...]]]] | None = field(
+        default=None, repr=False
+    )
 
     def assign(
         self,
@@ -83,18 +106,17 @@ class RoundMechanism:
         ``pinned`` jobs keep their assignment whatever their priority (the core's minimum
         lease): their GPUs are taken before the greedy pass hands out the rest.
         """
-        prev = dict(previous or {})
-        self._cands = None
-        active = {j.id: j for j in snap.active_jobs}
-        gpus = snap.gpus_by_type()
-        self._thr = {j.id: self._row(snap, j, gpus) for j in active.values()}
+        prev = previous or {}
+        active = active_by_id(snap)
+        gpus = self._gpus(snap)
+        self._thr = self._rows(snap, active, gpus)
         self._credit(active, prev)
-        if self.would_adopt(snap):
+        if self._would_adopt(snap.now, active):
             self._reset(snap.now, active, allocation, snap.round_s / 2.0)
-        allocation = Allocation(fractions=self._alloc_ref)
         order = self._type_order(gpus)
-        queue = [(e[3], gt) for gt in order for e in self._entries(snap, active, allocation, gt)]
-        out = self._greedy(queue, active, gpus, prev, pinned or {})
+        rows = self._entry_rows(snap, active)
+        wt, skip_zero = self._worker_time, self.skip_zero_priority
+        out = greedy(order, rows, wt, skip_zero, active, gpus, prev, pinned or {})
         self._rounds += 1
         return out
 
@@ -103,12 +125,18 @@ class RoundMechanism:
 
         The core asks this to skip solving a policy whose answer would be ignored.
         """
+        return self._would_adopt(snap.now, active_by_id(snap))
+
+    def _would_adopt(
+        self, now: float, active: Mapping[JobId, JobView] | tuple[JobView, ...]
+    ) -> bool:
         last = self._last_reset
         # Gavel tests ``last_reset_time == 0`` as "never reset", so a reset at t = 0 does
         # not start the interval: the next change is adopted at once.
-        if last is not None and last != 0.0 and snap.now - last < self.min_reset_interval_s:
+        if last is not None and last != 0.0 and now - last < self.min_reset_interval_s:
             return False
-        return sorted(j.id for j in snap.active_jobs) != self._job_set
+        ids = active if isinstance(active, Mapping) else (j.id for j in active)
+        return sorted(ids) != self._job_set
 
     def to_state(self) -> dict[str, Any]:
         return {
@@ -148,12 +176,12 @@ class RoundMechanism:
 
     def priorities(self, snap: ClusterSnapshot) -> dict[GpuType, dict[str, float]]:
         """Current priority of every candidate entry per GPU type (for tests and reports)."""
-        active = {j.id: j for j in snap.active_jobs}
-        gpus = snap.gpus_by_type()
-        self._thr = {j.id: self._row(snap, j, gpus) for j in active.values()}
-        alloc = Allocation(fractions=self._alloc_ref)
-        self._cands = None
-        return {gt: {e[3]: e[0] for e in self._entries(snap, active, alloc, gt)} for gt in gpus}
+        active = active_by_id(snap)
+        gpus = self._gpus(snap)
+        self._thr = self._rows(snap, active, gpus)
+        rows = self._entry_rows(snap, active)
+        wt, skip_zero = self._worker_time, self.skip_zero_priority
+        return {gt: {e[3]: e[0] for e in rank(rows, gt, wt.get(gt, 0.0), skip_zero)} for gt in gpus}
 
     # ------------------------------------------------------------------ bookkeeping
 
@@ -167,27 +195,68 @@ class RoundMechanism:
             return {g: float(row[g]) for g in types}
         return {g: snap.throughput(job, g) for g in types}
 
+    def _rows(
+        self, snap: ClusterSnapshot, active: Mapping[JobId, JobView], gpus: Mapping[GpuType, int]
+    ) -> dict[JobId, Row]:
+        """``_row`` of every active job, reused while the job's row and the GPU types are
+        the same objects (the core replaces a row, it never edits one)."""
+        cache = self._row_cache
+        fresh: dict[JobId, tuple[object, object, Row]] = {}
+        out: dict[JobId, Row] = {}
+        for jid, job in active.items():
+            src = job.throughput
+            hit = cache.get(jid)
+            if hit is not None and hit[0] is src and hit[1] is gpus:
+                row = hit[2]
+            else:
+                row = self._row(snap, job, gpus)
+                if not all(g in src for g in gpus):  # the model answered: do not cache
+                    out[jid] = row
+                    continue
+            fresh[jid] = (src, gpus, row)
+            out[jid] = row
+        self._row_cache = fresh
+        return out
+
+    def _gpus(self, snap: ClusterSnapshot) -> dict[GpuType, int]:
+        """``snap.gpus_by_type()``, cached while the snapshot carries the same node tuple."""
+        c = self._gpus_cache
+        if c is None or c[0] is not snap.nodes or c[1] != snap.lent_nodes:
+            c = (snap.nodes, snap.lent_nodes, snap.gpus_by_type())
+            self._gpus_cache = c
+        return c[2]
+
     def _credit(self, active: Mapping[JobId, JobView], prev: Mapping[JobId, Assignment]) -> None:
         """Add last round's run time to the entry (job or pair) that ran, and its type."""
         done: set[str] = set()
+        seen, job_time, worker_time = self._seen, self._job_time, self._worker_time
         for jid, a in prev.items():
-            key = pair_key(jid, a.partner) if a.partner else jid
-            if key in done:
-                continue
-            done.add(key)
-            delta = 0.0
-            for member in split_pair(key):
-                job = active.get(member)
+            gt = a.gpu_type
+            if a.partner:
+                key = pair_key(jid, a.partner)
+                if key in done:
+                    continue
+                done.add(key)
+                delta = 0.0
+                for member in split_pair(key):
+                    job = active.get(member)
+                    if job is not None:
+                        now_t = float(job.time_received_s.get(gt, 0.0))
+                        delta = max(delta, now_t - seen.get(member, _EMPTY).get(gt, 0.0))
+            else:
+                key = jid
+                if key in done:
+                    continue
+                done.add(key)
+                job = active.get(jid)
                 if job is None:
                     continue
-                now_t = float(job.time_received_s.get(a.gpu_type, 0.0))
-                seen = self._seen.get(member, {}).get(a.gpu_type, 0.0)
-                delta = max(delta, now_t - seen)
+                delta = float(job.time_received_s.get(gt, 0.0)) - seen.get(jid, _EMPTY).get(gt, 0.0)
             if delta <= 0:
                 continue
-            per = self._job_time.setdefault(key, {})
-            per[a.gpu_type] = per.get(a.gpu_type, 0.0) + delta
-            self._worker_time[a.gpu_type] = self._worker_time.get(a.gpu_type, 0.0) + delta
+            per = job_time.setdefault(key, {})
+            per[gt] = per.get(gt, 0.0) + delta
+            worker_time[gt] = worker_time.get(gt, 0.0) + delta
         self._seen = {jid: dict(j.time_received_s) for jid, j in active.items()}
 
     def _reset(
@@ -222,27 +291,19 @@ class RoundMechanism:
 
     # ------------------------------------------------------------------ selection
 
-    def _candidates(self, active: Mapping[JobId, JobView], allocation: Allocation) -> list[str]:
+    def _candidates(self, active: Mapping[JobId, JobView]) -> list[str]:
+        """Every active job, then the allocation's pairs whose members are both active."""
+        ref = self._alloc_ref
+        if self._pairs_cache is None or self._pairs_cache[0] is not ref:
+            pairs = [
+                (key, members)
+                for key, per in ref.items()
+                if len(members := split_pair(key)) == 2 and any(x > 0 for x in per.values())
+            ]
+            self._pairs_cache = (ref, pairs)
         keys: list[str] = list(active)
-        for key, per in allocation.fractions.items():
-            members = split_pair(key)
-            if (
-                len(members) == 2
-                and all(m in active for m in members)
-                and any(x > 0 for x in per.values())
-            ):
-                keys.append(key)
+        keys += [k for k, members in self._pairs_cache[1] if all(m in active for m in members)]
         return keys
-
-    def _runnable(
-        self, snap: ClusterSnapshot, key: str, gt: GpuType, active: Mapping[JobId, JobView]
-    ) -> bool:
-        members = split_pair(key)
-        if len(members) == 1:
-            return self._thr[key].get(gt, 0.0) > 0
-        a, b = (active[m] for m in members)
-        pt = snap.throughput_model.pair_throughput(a.spec, b.spec, gt)
-        return pt is not None and pt[0] > 0 and pt[1] > 0
 
     def _type_order(self, gpus: Mapping[GpuType, int]) -> list[GpuType]:
         """Fastest type first (Gavel hard-codes v100, p100, k80), optionally shuffled.
@@ -252,106 +313,44 @@ class RoundMechanism:
         """
         sig = (frozenset(self._thr), tuple(sorted(gpus.items())))
         if self._order_cache is None or self._order_cache[0] != sig:
-            speed = dict.fromkeys(gpus, 0.0)
-            for row in self._thr.values():
-                best = max(row.values(), default=0.0)
-                if best > 0:
-                    for g, v in row.items():
-                        speed[g] += v / best
-            ranked = sorted((g for g, c in gpus.items() if c > 0), key=lambda g: (-speed[g], g))
-            self._order_cache = (sig, ranked)
+            self._order_cache = (sig, fastest_first(self._thr.values(), gpus))
         order = list(self._order_cache[1])
         if self.shuffle_types:
             random.Random(self.seed * 1_000_003 + self._rounds).shuffle(order)
         return order
 
-    def _entries(
-        self,
-        snap: ClusterSnapshot,
-        active: Mapping[JobId, JobView],
-        allocation: Allocation,
-        gt: GpuType,
-    ) -> list[tuple[float, float, float, str]]:
-        """(priority, deficit, X, key) of every entry that can run on ``gt``, best first."""
-        fractions, deficits, job_time = allocation.fractions, self._deficits, self._job_time
-        empty: dict[GpuType, float] = {}
-        total = self._worker_time.get(gt, 0.0)
-        entries = []
-        if self._cands is None:
-            keys = self._candidates(active, allocation)
-            self._cands = [(k, self._runnable_types(snap, k, active)) for k in keys]
-        for key, runnable in self._cands:
-            if gt not in runnable:
-                continue
-            x = fractions.get(key, empty).get(gt, 0.0)
-            if x <= 0:
-                if self.skip_zero_priority:
-                    continue
-                pr = 0.0
-            else:
-                mine = job_time.get(key, empty).get(gt, 0.0)
-                pr = x * BIG if total <= 0 or mine <= 0 else x * total / mine
-            entries.append((pr, deficits.get(key, empty).get(gt, 0.0), x, key))
-        entries.sort(key=lambda e: (e[0], e[1], e[2]), reverse=True)
-        return entries
+    def _entry_rows(self, snap: ClusterSnapshot, active: Mapping[JobId, JobView]) -> list[EntryRow]:
+        """Per candidate: (key, runnable types, X row, time row, deficit row)."""
+        fractions, job_time, deficits = self._alloc_ref, self._job_time, self._deficits
+        return [
+            (
+                key,
+                self._runnable_types(snap, key, active),
+                fractions.get(key, _EMPTY),
+                job_time.get(key, _EMPTY),
+                deficits.get(key, _EMPTY),
+            )
+            for key in self._candidates(active)
+        ]
 
     def _runnable_types(
         self, snap: ClusterSnapshot, key: str, active: Mapping[JobId, JobView]
     ) -> set[GpuType]:
-        """GPU types the entry can run on, cached per entry and throughput row."""
-        members = split_pair(key)
-        rows = tuple(tuple(sorted(self._thr[m].items())) for m in members)
-        hit = self._run_cache.get(key)
-        if hit is not None and hit[0] == rows:
-            return hit[1]
-        if len(members) == 1:
-            types = {g for g, v in self._thr[key].items() if v > 0}
+        """GPU types the entry can run on, cached per entry and (identity of) its rows."""
+        thr = self._thr
+        if key in thr:  # a single job
+            rows: tuple[Row, ...] = (thr[key],)
+            hit = self._run_cache.get(key)
+            if hit is not None and hit[0][0] is rows[0]:
+                return hit[1]
+            types = {g for g, v in rows[0].items() if v > 0}
         else:
-            types = {g for g in self._thr[members[0]] if self._runnable(snap, key, g, active)}
+            members = split_pair(key)
+            rows = tuple(thr[m] for m in members)
+            hit = self._run_cache.get(key)
+            if hit is not None and all(a is b for a, b in zip(hit[0], rows, strict=True)):
+                return hit[1]
+            a, b = (active[m] for m in members)
+            types = {g for g in rows[0] if pair_runnable(snap, a, b, g)}
         self._run_cache[key] = (rows, types)
         return types
-
-    def _greedy(
-        self,
-        queue: list[tuple[str, GpuType]],
-        active: Mapping[JobId, JobView],
-        gpus: Mapping[GpuType, int],
-        prev: Mapping[JobId, Assignment],
-        pinned: Mapping[JobId, Assignment],
-    ) -> dict[JobId, Assignment]:
-        left = {g: c for g, c in gpus.items() if c > 0}
-        out: dict[JobId, Assignment] = {}
-        for jid, a in pinned.items():
-            if jid in active and left.get(a.gpu_type, 0) >= a.workers:
-                out[jid] = a
-                left[a.gpu_type] -= a.workers
-        left = {g: c for g, c in left.items() if c > 0}
-        for key, gt in queue:
-            free = left.get(gt, 0)
-            if free <= 0:
-                continue
-            if key in active:  # a single job (the common case)
-                if key in out:
-                    continue
-                members: tuple[JobId, ...] = (key,)
-                need = max(1, active[key].spec.min_workers)
-            else:
-                members = split_pair(key)
-                if any(m in out for m in members):
-                    continue
-                need = max(max(1, active[m].spec.min_workers) for m in members)
-            if need > free:
-                continue
-            left[gt] = free - need
-            for m in members:
-                partner = next((o for o in members if o != m), None)
-                old = prev.get(m)
-                if old is not None and old.gpu_type == gt and old.partner == partner:
-                    out[m] = old
-                else:
-                    out[m] = Assignment(gpu_type=gt, workers=need, partner=partner)
-            if left[gt] == 0:
-                del left[gt]
-                if not left:
-                    break  # every GPU is taken
-        return out

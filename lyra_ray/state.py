@@ -7,8 +7,9 @@ resumes with nothing lost.
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
-from typing import Any
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field, fields
+from typing import Any, cast
 
 from lyra_ray.model import Assignment, GpuType, JobId, JobSpec, JobStatus, JobView
 
@@ -35,40 +36,101 @@ class JobState:
     launch_steps: float = 0.0
     throughput: dict[GpuType, float] = field(default_factory=dict)
     _view: JobView | None = None
-    _view_key: tuple[object, ...] = ()
 
     def view(self) -> JobView:
         """A frozen view for policies, rebuilt only when something in it changed.
 
         Queued jobs dominate a busy cluster and do not change between cycles, so the cache
-        saves most of the snapshot cost.
+        saves most of the snapshot cost. The check compares against the cached view's own
+        fields (no key tuple to build), and ``time_received_s`` moves only together with
+        ``attained_service_s`` (both in the core's accounting), so it needs no compare.
         """
-        key = (
-            self.status,
-            self.steps_done,
-            self.attained_service_s,
-            self.current,
-            self.num_preemptions,
-            self.first_start_s,
-            id(self.throughput),
-        )
-        if self._view is not None and key == self._view_key:
-            return self._view
-        self._view_key = key
-        self._view = JobView(
-            id=self.id,
-            spec=self.spec,
-            arrival_s=self.arrival_s,
-            status=self.status,
-            steps_done=self.steps_done,
-            attained_service_s=self.attained_service_s,
-            time_received_s=dict(self.time_received_s),
-            throughput=self.throughput,
-            current=self.current,
-            first_start_s=self.first_start_s,
-            num_preemptions=self.num_preemptions,
-        )
-        return self._view
+        v = self._view
+        if (
+            v is not None
+            and v.steps_done == self.steps_done
+            and v.attained_service_s == self.attained_service_s
+            and v.status is self.status
+            and v.throughput is self.throughput
+            and (v.current is self.current or v.current == self.current)
+            and v.num_preemptions == self.num_preemptions
+            and v.first_start_s == self.first_start_s
+        ):
+            return v
+        if _FAST_VIEW:
+            v = _NEW(JobView)
+            _S_ID(v, self.id)
+            _S_SPEC(v, self.spec)
+            _S_ARRIVAL(v, self.arrival_s)
+            _S_STATUS(v, self.status)
+            _S_STEPS(v, self.steps_done)
+            _S_SERVICE(v, self.attained_service_s)
+            _S_RECEIVED(v, dict(self.time_received_s))
+            _S_THROUGHPUT(v, self.throughput)
+            _S_CURRENT(v, self.current)
+            _S_FIRST(v, self.first_start_s)
+            _S_PREEMPTIONS(v, self.num_preemptions)
+        else:  # pragma: no cover - JobView lost its slots: the plain constructor
+            v = JobView(
+                self.id,
+                self.spec,
+                self.arrival_s,
+                self.status,
+                self.steps_done,
+                self.attained_service_s,
+                dict(self.time_received_s),
+                self.throughput,
+                self.current,
+                self.first_start_s,
+                self.num_preemptions,
+            )
+        self._view = v
+        return v
+
+
+# Running jobs get a new view every round, and a frozen dataclass's ``__init__`` pays
+# ``object.__setattr__`` per field; writing the slots through their descriptors halves
+# the cost. Used only while JobView's slots are exactly the fields below, in this order.
+_VIEW_FIELDS = (
+    "id",
+    "spec",
+    "arrival_s",
+    "status",
+    "steps_done",
+    "attained_service_s",
+    "time_received_s",
+    "throughput",
+    "current",
+    "first_start_s",
+    "num_preemptions",
+)
+_FAST_VIEW = (
+    tuple(getattr(JobView, "__slots__", ())) == _VIEW_FIELDS
+    and tuple(f.name for f in fields(JobView)) == _VIEW_FIELDS
+)
+_NEW = object.__new__
+_Setter = Callable[[JobView, Any], None]
+
+
+def _setter(name: str) -> _Setter:
+    if not _FAST_VIEW:
+        return lambda view, value: None
+    return cast(_Setter, getattr(JobView, name).__set__)
+
+
+(
+    _S_ID,
+    _S_SPEC,
+    _S_ARRIVAL,
+    _S_STATUS,
+    _S_STEPS,
+    _S_SERVICE,
+    _S_RECEIVED,
+    _S_THROUGHPUT,
+    _S_CURRENT,
+    _S_FIRST,
+    _S_PREEMPTIONS,
+) = (_setter(f) for f in _VIEW_FIELDS)
 
 
 def spec_to_dict(spec: JobSpec) -> dict[str, Any]:

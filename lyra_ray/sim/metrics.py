@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 
 from lyra_ray.core import SchedulerCore
-from lyra_ray.model import JobStatus
+from lyra_ray.model import JobStatus, Node
 
 
 @dataclass(slots=True)
@@ -31,40 +31,40 @@ class Recorder:
     training_gpus: int
     total_gpus: int
     samples: list[Sample] = field(default_factory=list)
+    _nodes: tuple[Node, ...] | None = field(default=None, repr=False)
+    _inference: int = 0
+    _server: int = 0
 
     def record(self, t: float, core: SchedulerCore) -> None:
-        pools = {n.id: n for n in core.nodes.values()}
+        nodes, inference_ids = core.nodes_info()
         busy_t = busy_l = queued = running = 0
         seen: set[tuple[str, str]] = set()
         for j in core.active():
-            if j.current is None:
+            a = j.current
+            if a is None:
                 queued += 1
                 continue
             running += 1
-            for node_id, g in j.current.nodes:
-                if j.current.partner is not None:  # pairs share GPUs: count them once
-                    key = (node_id, "+".join(sorted((j.id, j.current.partner))))
+            for node_id, g in a.nodes:
+                if a.partner is not None:  # pairs share GPUs: count them once
+                    key = (node_id, "+".join(sorted((j.id, a.partner))))
                     if key in seen:
                         continue
                     seen.add(key)
-                node = pools.get(node_id)
-                if node is not None and node.pool == "inference":
+                if node_id in inference_ids:
                     busy_l += g
                 else:
                     busy_t += g
-        lent = sum(pools[n].num_gpus for n in core.lent if n in pools)
-        inference = sum(n.num_gpus for n in pools.values() if n.pool == "inference")
-        serving = min(inference - lent, core.serving_demand * self._server_gpus(core))
+        if self._nodes is not nodes:  # node-derived totals, recomputed when nodes change
+            inf = [n.num_gpus for n in nodes if n.pool == "inference"]
+            self._nodes, self._inference, self._server = nodes, sum(inf), max(inf, default=0)
+        lent = sum(core.nodes[n].num_gpus for n in core.lent if n in core.nodes)
+        serving = min(self._inference - lent, core.serving_demand * self._server)
         s = Sample(t, busy_t, busy_l, lent, max(0, serving), queued, running)
         if self.samples and self.samples[-1].t == t:
             self.samples[-1] = s
         else:
             self.samples.append(s)
-
-    @staticmethod
-    def _server_gpus(core: SchedulerCore) -> int:
-        inf = [n.num_gpus for n in core.nodes.values() if n.pool == "inference"]
-        return max(inf) if inf else 0
 
     def usage(self, end: float) -> dict[str, float]:
         if not self.samples:

@@ -22,6 +22,7 @@ class _Run:
     assignment: Assignment
     rate: float
     productive_from: float
+    total: float
 
 
 class SimRuntime:
@@ -34,6 +35,8 @@ class SimRuntime:
         self.runs: dict[JobId, _Run] = {}
         self.started: set[JobId] = set()
         self._changed: set[JobId] = set()
+        self._next: tuple[float | None] | None = None
+        """:meth:`next_completion` as :meth:`advance` found it, until runs change."""
         self.serve_replicas: int | None = None
 
     def register(self, job_id: JobId, spec: JobSpec) -> None:
@@ -43,45 +46,73 @@ class SimRuntime:
     # ---------------------------------------------------------------- time
 
     def advance(self, t: float) -> None:
-        """Move the clock to ``t``, crediting every running job its steps."""
+        """Move the clock to ``t``, crediting every running job its steps.
+
+        The same walk finds the next completion (what :meth:`next_completion` would
+        compute next), which stays valid until a poll or an action changes the runs.
+        """
+        now, steps, changed = self.now, self.steps, self._changed
+        best: float | None = None
         for jid, r in self.runs.items():
-            start = max(self.now, r.productive_from)
-            if t > start and r.rate > 0:
-                total = self.specs[jid].total_steps
-                self.steps[jid] = min(total, self.steps[jid] + r.rate * (t - start))
-                self._changed.add(jid)
+            rate = r.rate
+            if rate <= 0:
+                continue
+            pf = r.productive_from
+            start = pf if pf > now else now  # max(now, pf), without the call
+            if t > start:
+                steps[jid] = min(r.total, steps[jid] + rate * (t - start))
+                changed.add(jid)
+            done = (pf if pf > t else t) + (r.total - steps[jid]) / rate
+            if best is None or done < best:
+                best = done
         self.now = t
+        self._next = (best,)
 
     def next_completion(self) -> float | None:
+        if self._next is not None:
+            return self._next[0]
         best: float | None = None
+        now, steps = self.now, self.steps
         for jid, r in self.runs.items():
             if r.rate <= 0:
                 continue
-            left = self.specs[jid].total_steps - self.steps[jid]
-            t = max(self.now, r.productive_from) + left / r.rate
+            t = max(now, r.productive_from) + (r.total - steps[jid]) / r.rate
             if best is None or t < best:
                 best = t
         return best
 
     # ---------------------------------------------------------------- Runtime protocol
 
-    def poll(self) -> list[m.Event]:
+    def poll(self, progress: bool = True) -> list[m.Event]:
+        """Completions, and (unless ``progress`` is false) the steps of every job that moved.
+
+        ``progress=False`` holds the progress reports back until a later poll (they carry
+        absolute step counts, so nothing is lost): the simulator passes it for steps whose
+        core cycle reads no progress (:meth:`SchedulerCore.holds_mid_round`).
+        """
         events: list[m.Event] = []
-        done = []
-        for jid in sorted(self._changed):
-            total = self.specs[jid].total_steps
-            if jid in self.runs and self.steps[jid] >= total * (1 - _EPS) - _EPS:
-                self.steps[jid] = total
-                done.append(jid)
-            else:
-                events.append(m.JobProgress(jid, self.steps[jid]))
-        self._changed.clear()
+        runs, steps = self.runs, self.steps
+        done = sorted(
+            jid
+            for jid in self._changed
+            if jid in runs and steps[jid] >= runs[jid].total * (1 - _EPS) - _EPS
+        )
+        if progress:
+            finished = set(done)
+            events += [m.JobProgress(jid, steps[jid]) for jid in sorted(self._changed - finished)]
+            self._changed.clear()
+        else:
+            self._changed.difference_update(done)
+        if done:
+            self._next = None
         for jid in done:
+            steps[jid] = self.specs[jid].total_steps
             del self.runs[jid]
             events.append(m.JobCompleted(jid, self.specs[jid].total_steps))
         return events
 
     def apply(self, actions: Sequence[m.Action]) -> None:
+        started: list[JobId] = []
         for a in actions:
             if isinstance(a, m.Preempt | m.Finish):
                 self.runs.pop(a.job_id, None)
@@ -89,18 +120,28 @@ class SimRuntime:
                 resumed = a.job_id in self.started
                 self.started.add(a.job_id)
                 pay = self.overhead if (resumed or isinstance(a, m.Resize)) else 0.0
-                self.runs[a.job_id] = _Run(a.assignment, 0.0, self.now + pay)
+                total = self.specs[a.job_id].total_steps
+                self.runs[a.job_id] = _Run(a.assignment, 0.0, self.now + pay, total)
+                started.append(a.job_id)
             elif isinstance(a, m.ScaleServe):
                 self.serve_replicas = a.replicas
         if actions:
-            self._rerate()
+            self._rerate(started)
+            self._next = None
 
-    def _rerate(self) -> None:
-        """Recompute every running job's rate (a partner change alters pair throughput)."""
-        for jid, r in self.runs.items():
+    def _rerate(self, started: list[JobId]) -> None:
+        """Rate the runs just started, and every space-sharing run (a partner that starts
+        or stops alters its pair throughput). A run alone keeps the rate it started with:
+        the model is fixed for a simulation, and re-rating all runs on every change cost
+        a tenth of a Gavel run."""
+        runs = self.runs
+        todo = {jid for jid in started if jid in runs}
+        todo.update(jid for jid, r in runs.items() if r.assignment.partner is not None)
+        for jid in todo:
+            r = runs[jid]
             a, spec = r.assignment, self.specs[jid]
             rate = self.throughputs.throughput(spec, a.gpu_type, a.workers)
-            if a.partner is not None and a.partner in self.runs:
+            if a.partner is not None and a.partner in runs:
                 pair = self.throughputs.pair_throughput(spec, self.specs[a.partner], a.gpu_type)
                 if pair is not None:
                     rate = pair[0]

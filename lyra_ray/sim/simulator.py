@@ -91,13 +91,21 @@ class Simulator:
                 break
             rt.advance(t)
             events = queue.pop_until(t)
-            events += rt.poll()
-            arrived = any(isinstance(e, m.JobSubmitted) for e in events)
+            tick = False
             if next_tick is not None and t >= next_tick:
+                tick, next_tick = True, None
+            elif next_tick is None and any(isinstance(e, m.JobSubmitted) for e in events):
+                tick = True  # an idle cluster starts a round on arrival
+            # Mid-round, a core that holds every job where it is reads no progress: hold
+            # the reports back (they are absolute) instead of folding ~one per job.
+            quiet = (
+                not tick
+                and core.holds_mid_round()
+                and not any(isinstance(e, m.NodeUp | m.NodeDown) for e in events)
+            )
+            events += rt.poll(progress=not quiet)
+            if tick:
                 events.append(m.Tick())
-                next_tick = None
-            elif next_tick is None and arrived:
-                events.append(m.Tick())  # an idle cluster starts a round on arrival
             actions = core.step(t, events)
             rt.apply(actions)
             recorder.record(t, core)

@@ -11,7 +11,9 @@ space-sharing policies — then any extra scalar columns (the max-min level ``t`
 
 from __future__ import annotations
 
+import threading
 from dataclasses import dataclass
+from typing import Any
 
 import highspy
 import numpy as np
@@ -20,6 +22,7 @@ from numpy.typing import NDArray
 
 FloatArray = NDArray[np.float64]
 IntArray = NDArray[np.int64]
+_Index = NDArray[np.int32] | NDArray[np.int64]
 
 
 class SolverError(RuntimeError):
@@ -86,24 +89,94 @@ def solve_min(
     """
     A = sp.csc_matrix(A_ub)
     nrow, ncol = A.shape
-    lo = np.zeros(ncol) if lb is None else np.asarray(lb, dtype=np.float64)
-    h = highspy.Highs()  # type: ignore[no-untyped-call]
+    return _solve_csc(c, (A.indptr, A.indices, A.data), nrow, ncol, b_ub, ub, lb, method)
+
+
+def _csc_arrays(
+    rows: IntArray, cols: IntArray, vals: FloatArray, ncol: int
+) -> tuple[IntArray, IntArray, FloatArray] | None:
+    """CSC arrays of a COO matrix, exactly as ``sp.csc_matrix(sp.csr_matrix((vals, (rows,
+    cols))))`` stores them (by column, then row; explicit zeros kept), at a fraction of
+    scipy's per-call overhead — a simulation solves thousands of small LPs. ``None``
+    when an entry repeats (scipy would sum them; the caller goes through scipy then).
+    """
+    order = np.lexsort((rows, cols))
+    r, c = rows[order], cols[order]
+    if r.size > 1 and bool(np.any((r[1:] == r[:-1]) & (c[1:] == c[:-1]))):
+        return None
+    indptr = np.zeros(ncol + 1, dtype=np.int64)
+    np.cumsum(np.bincount(c, minlength=ncol), out=indptr[1:])
+    return indptr, r, vals[order]
+
+
+_COLWISE = int(highspy.MatrixFormat.kColwise)
+_MINIMIZE = int(highspy.ObjSense.kMinimize)
+_LOCAL = threading.local()
+
+
+def _highs() -> Any:
+    """This thread's HiGHS instance, emptied and back at default options.
+
+    Creating, filling a ``HighsLp`` for, and destroying a ``Highs`` object per solve cost
+    ~0.3 ms, more than a tenth of a small LP's solve; a simulation solves thousands. A
+    cleared instance solves the next model exactly as a new one does (same iterates).
+    """
+    h = getattr(_LOCAL, "highs", None)
+    if h is None:
+        h = highspy.Highs()  # type: ignore[no-untyped-call]
+        _LOCAL.highs = h
+    else:
+        h.clearModel()
+        h.resetOptions()
     h.setOptionValue("output_flag", False)
-    lp = highspy.HighsLp()
-    lp.num_col_ = ncol
-    lp.num_row_ = nrow
-    lp.col_cost_ = np.asarray(c, dtype=np.float64)
-    lp.col_lower_ = lo
-    lp.col_upper_ = np.where(np.isinf(ub), highspy.kHighsInf, ub).astype(np.float64)
-    lp.row_lower_ = np.full(nrow, -highspy.kHighsInf)
-    lp.row_upper_ = np.asarray(b_ub, dtype=np.float64)
-    lp.a_matrix_.format_ = highspy.MatrixFormat.kColwise
-    lp.a_matrix_.num_col_ = ncol
-    lp.a_matrix_.num_row_ = nrow
-    lp.a_matrix_.start_ = A.indptr
-    lp.a_matrix_.index_ = A.indices
-    lp.a_matrix_.value_ = A.data.astype(np.float64)
-    h.passModel(lp)
+    return h
+
+
+def _solve_csc(
+    c: FloatArray,
+    csc: tuple[_Index, _Index, FloatArray],
+    nrow: int,
+    ncol: int,
+    b_ub: FloatArray,
+    ub: FloatArray,
+    lb: FloatArray | None,
+    method: str,
+) -> tuple[FloatArray, FloatArray]:
+    """:func:`solve_min` on a matrix already in CSC arrays (``indptr, indices, data``)."""
+    indptr, indices, data = csc
+    lo = np.zeros(ncol) if lb is None else np.asarray(lb, dtype=np.float64)
+    hi = np.where(np.isinf(ub), highspy.kHighsInf, ub).astype(np.float64)
+    cost = np.asarray(c, dtype=np.float64)
+    row_lo = np.full(nrow, -highspy.kHighsInf)
+    row_hi = np.asarray(b_ub, dtype=np.float64)
+    h = _highs()
+    status = h.passModel(
+        ncol,
+        nrow,
+        int(indptr[-1]),
+        _COLWISE,
+        _MINIMIZE,
+        0.0,
+        cost,
+        lo,
+        hi,
+        row_lo,
+        row_hi,
+        np.asarray(indptr[:-1], dtype=np.int32),
+        np.asarray(indices, dtype=np.int32),
+        data.astype(np.float64),
+        np.zeros(ncol, dtype=np.int32),  # every column continuous
+    )
+    if status == highspy.HighsStatus.kError:  # pragma: no cover - the array call changed
+        lp = highspy.HighsLp()
+        lp.num_col_, lp.num_row_ = ncol, nrow
+        lp.col_cost_, lp.col_lower_, lp.col_upper_ = cost, lo, hi
+        lp.row_lower_, lp.row_upper_ = row_lo, row_hi
+        lp.a_matrix_.format_ = highspy.MatrixFormat.kColwise
+        lp.a_matrix_.num_col_, lp.a_matrix_.num_row_ = ncol, nrow
+        lp.a_matrix_.start_, lp.a_matrix_.index_ = indptr, indices
+        lp.a_matrix_.value_ = data.astype(np.float64)
+        h.passModel(lp)
     h.setOptionValue("solver", "simplex" if method == "simplex" else "ipm")
     if method == "ipm-interior":
         h.setOptionValue("run_crossover", "off")
@@ -149,43 +222,107 @@ def max_min(
     act = np.ones(n_jobs, dtype=bool) if active is None else active
     scale = float(abs(U).max()) if U.nnz else 1.0
     scale = scale if scale > 0 else 1.0
+    if isinstance(U, sp.csr_matrix):  # its COO without scipy's conversions (same order)
+        u_row = np.repeat(np.arange(n_jobs), np.diff(U.indptr))
+        u_col, u_val = U.indices, U.data * (1.0 / scale)  # bit for bit what ``U / scale`` is
+    else:
+        uc = (U / scale).tocsr().tocoo()
+        u_row, u_col, u_val = uc.row, uc.col, uc.data
+    base = A_base.tocoo()
+    coo = (base.row, base.col, base.data, u_row, u_col, u_val)
+    res = _max_min_coo(coo, A_base.shape[0], n_jobs, nx, b_base, ub, act, floor, scale, method)
+    if not (pareto and res.ia.size):
+        return res.result
+    # Keep each active job at (almost) the level, then maximise total utility.
+    ia, ifz, t = res.ia, np.flatnonzero(~act), res.t
+    lvl = t * (1 - 1e-7)
     Us = (U / scale).tocsr()
+    A2 = sp.vstack([A_base, -Us[ia], *([-Us[ifz]] if ifz.size else [])]).tocsr()
+    b2 = np.concatenate([b_base, np.full(ia.size, -lvl), *res.b_floor])
+    c2 = -np.asarray(Us.sum(axis=0)).ravel()
+    x2, _ = solve_min(c2, A2, b2, ub, method=method)
+    return MaxMinResult(x=x2[:nx], level=t * scale, duals=res.result.duals)
+
+
+def max_min_jobs(
+    coef: FloatArray,
+    sf: FloatArray,
+    capacity: FloatArray,
+    ub: FloatArray,
+    active: NDArray[np.bool_],
+    method: str = "ipm",
+) -> MaxMinResult:
+    """:func:`max_min` over single jobs with ``U = utility_matrix(coef)``, the base
+    constraints of ``base_constraints(sf, capacity)`` and a zero floor — the same LP, handed
+    to HiGHS in the same arrays, built with numpy alone (a simulation solves thousands)."""
+    n, k = coef.shape
+    jk = np.arange(n * k)
+    flat = coef.ravel()
+    scale = float(np.abs(flat).max()) if flat.size else 1.0
+    scale = scale if scale > 0 else 1.0
+    coo = (
+        np.concatenate([jk // k, n + (jk % k)]),
+        np.concatenate([jk, jk]),
+        np.concatenate([np.ones(n * k), np.repeat(sf, k)]),
+        np.repeat(np.arange(n), k),
+        jk,
+        flat * (1.0 / scale),
+    )
+    b_base = np.concatenate([np.ones(n), capacity])
+    return _max_min_coo(coo, n + k, n, n * k, b_base, ub, active, np.zeros(n), scale, method).result
+
+
+@dataclass(frozen=True)
+class _FirstLp:
+    result: MaxMinResult
+    ia: IntArray
+    t: float
+    b_floor: list[FloatArray]
+
+
+def _max_min_coo(
+    coo: tuple[IntArray, IntArray, FloatArray, IntArray, IntArray, FloatArray],
+    nb: int,
+    n_jobs: int,
+    nx: int,
+    b_base: FloatArray,
+    ub: FloatArray,
+    act: NDArray[np.bool_],
+    floor: FloatArray | None,
+    scale: float,
+    method: str,
+) -> _FirstLp:
+    """The max-min LP from the base constraints' and the scaled utilities' COO entries."""
+    base_row, base_col, base_val, u_row, u_col, u_val = coo
     ia = np.flatnonzero(act)
     ifz = np.flatnonzero(~act)
     # One COO assembly (scipy's hstack/vstack cost ~1 ms per solve on small LPs):
     # -U_m x + t <= 0 for active rows; -U_m x <= -floor_m for frozen rows.
-    nb = A_base.shape[0]
-    base = A_base.tocoo()
-    uc = Us.tocoo()
     row_of = np.empty(n_jobs, dtype=np.int64)
     row_of[ia] = nb + np.arange(ia.size)
     row_of[ifz] = nb + ia.size + np.arange(ifz.size)
-    rows = np.concatenate([base.row, row_of[uc.row], nb + np.arange(ia.size)])
-    cols = np.concatenate([base.col, uc.col, np.full(ia.size, nx)])
-    vals = np.concatenate([base.data, -uc.data, np.ones(ia.size)])
-    A = sp.csr_matrix((vals, (rows, cols)), shape=(nb + n_jobs, nx + 1))
-    b_parts = [b_base, np.zeros(ia.size)]
+    rows = np.concatenate([base_row, row_of[u_row], nb + np.arange(ia.size)])
+    cols = np.concatenate([base_col, u_col, np.full(ia.size, nx)])
+    vals = np.concatenate([base_val, -u_val, np.ones(ia.size)])
+    b_floor = []
     if ifz.size:
         assert floor is not None
-        b_parts.append(-(floor[ifz] / scale) * (1 - 1e-9))
-    b = np.concatenate(b_parts)
+        b_floor.append(-(floor[ifz] / scale) * (1 - 1e-9))
+    b = np.concatenate([b_base, np.zeros(ia.size), *b_floor])
     c = np.zeros(nx + 1)
     c[-1] = -1.0
     ubt = np.concatenate([ub, [np.inf]])
-    x, duals = solve_min(c, A, b, ubt, method=method)
+    shape = (nb + n_jobs, nx + 1)
+    csc = _csc_arrays(rows.astype(np.int64), cols.astype(np.int64), vals, nx + 1)
+    if csc is None:  # repeated entries: let scipy sum them
+        A = sp.csr_matrix((vals, (rows, cols)), shape=shape)
+        x, duals = solve_min(c, A, b, ubt, method=method)
+    else:
+        x, duals = _solve_csc(c, csc, shape[0], shape[1], b, ubt, None, method)
     t = float(x[-1])
-    act_duals = -duals[A_base.shape[0] : A_base.shape[0] + ia.size]
-    if pareto and ia.size:
-        # Keep each active job at (almost) the level, then maximise total utility.
-        lvl = t * (1 - 1e-7)
-        A2 = sp.vstack([A_base, -Us[ia], *([-Us[ifz]] if ifz.size else [])]).tocsr()
-        b2 = np.concatenate([b_base, np.full(ia.size, -lvl), *b_parts[2:]])
-        c2 = -np.asarray(Us.sum(axis=0)).ravel()
-        x2, _ = solve_min(c2, A2, b2, ub, method=method)
-        x = np.concatenate([x2, [t]])
     full = np.zeros(n_jobs)
-    full[ia] = act_duals
-    return MaxMinResult(x=x[:nx], level=t * scale, duals=full)
+    full[ia] = -duals[nb : nb + ia.size]
+    return _FirstLp(MaxMinResult(x=x[:nx], level=t * scale, duals=full), ia, t, b_floor)
 
 
 def utility_matrix(coef: FloatArray, n_extra_cols: int = 0) -> sp.csr_matrix:

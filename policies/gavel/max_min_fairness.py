@@ -25,7 +25,7 @@ from policies.gavel.inputs import (
     isolated_allocation,
     to_allocation,
 )
-from policies.gavel.lp import base_constraints, max_min, utility_matrix
+from policies.gavel.lp import base_constraints, max_min, max_min_jobs, utility_matrix
 
 
 def las_coefficients(p: Problem, agnostic: bool) -> FloatArray:
@@ -49,11 +49,14 @@ def solve_las(
     and moved the fidelity runs by ~2 %; per-job it is.)
     """
     coef = las_coefficients(p, agnostic)
-    A, b = base_constraints(p.sf, p.capacity)
     ub = p.runnable.astype(np.float64).ravel()
     active: NDArray[np.bool_] = np.asarray(p.runnable.any(axis=1))
     if not active.any():
         return np.zeros((p.n, p.k)), 0.0
+    if not pareto:  # the same LP without scipy's per-matrix overhead
+        res = max_min_jobs(coef, p.sf, p.capacity, ub, active, method=method)
+        return res.x.reshape(p.n, p.k), res.level
+    A, b = base_constraints(p.sf, p.capacity)
     res = max_min(
         utility_matrix(coef),
         A,

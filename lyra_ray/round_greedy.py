@@ -1,0 +1,161 @@
+"""The selection half of Gavel's round mechanism (see :mod:`lyra_ray.rounds`).
+
+Given each entry's X row, time received and deficit, :func:`rank` orders the entries of
+one GPU type by priority and :func:`greedy` hands out the GPUs, types in order, with gang
+semantics and lease extension. Pure functions over plain data, kept apart from the
+mechanism's bookkeeping so that each file stays one concept.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from operator import itemgetter
+
+from lyra_ray.model import (
+    Assignment,
+    ClusterSnapshot,
+    GpuType,
+    JobId,
+    JobStatus,
+    JobView,
+    split_pair,
+)
+
+BIG = 1e9  # Gavel's "nothing received yet" multiplier (not inf: larger X still sorts first)
+_RANK = itemgetter(0, 1, 2)  # entries sort by (priority, deficit, X), best first
+Entry = tuple[float, float, float, str]
+Row = dict[GpuType, float]
+EntryRow = tuple[str, set[GpuType], Row, Row, Row]
+"""(key, GPU types it can run on, X row, time-received row, deficit row)"""
+_DONE = (JobStatus.FINISHED, JobStatus.CANCELLED, JobStatus.FAILED)
+
+
+def active_by_id(snap: ClusterSnapshot) -> dict[JobId, JobView]:
+    """``snap.active_jobs`` by id; identity tests, as hashing an enum member runs Python."""
+    a, b, c = _DONE
+    return {j.id: j for j in snap.jobs if not (j.status is a or j.status is b or j.status is c)}
+
+
+def fastest_first(rows: Iterable[Row], gpus: Mapping[GpuType, int]) -> list[GpuType]:
+    """GPU types with GPUs, fastest first: a type's speed is the sum over jobs of its
+    throughput there relative to the job's best type (Gavel hard-codes v100, p100, k80)."""
+    speed = dict.fromkeys(gpus, 0.0)
+    for row in rows:
+        best = max(row.values(), default=0.0)
+        if best > 0:
+            for g, v in row.items():
+                speed[g] += v / best
+    return sorted((g for g, c in gpus.items() if c > 0), key=lambda g: (-speed[g], g))
+
+
+def pair_runnable(snap: ClusterSnapshot, a: JobView, b: JobView, gt: GpuType) -> bool:
+    """Whether jobs ``a`` and ``b`` can share GPUs of type ``gt`` (both make progress)."""
+    pt = snap.throughput_model.pair_throughput(a.spec, b.spec, gt)
+    return pt is not None and pt[0] > 0 and pt[1] > 0
+
+
+def rank(rows: list[EntryRow], gt: GpuType, total: float, skip_zero: bool) -> list[Entry]:
+    """(priority, deficit, X, key) of every entry that can run on ``gt``, best first.
+
+    ``total`` is the time all entries ran on ``gt`` since the last reset; priority is
+    ``X / (mine / total)``, ``X * BIG`` while the entry has received nothing, 0 where
+    ``X == 0`` (such entries are left out when ``skip_zero``).
+    """
+    entries: list[Entry] = []
+    add = entries.append
+    for key, runnable, xs, times, defs in rows:
+        if gt not in runnable:
+            continue
+        x = xs.get(gt, 0.0)
+        if x > 0:
+            mine = times.get(gt, 0.0)
+            add(
+                (
+                    x * BIG if total <= 0 or mine <= 0 else x * total / mine,
+                    defs.get(gt, 0.0),
+                    x,
+                    key,
+                )
+            )
+        elif not skip_zero:
+            add((0.0, defs.get(gt, 0.0), x, key))
+    entries.sort(key=_RANK, reverse=True)
+    return entries
+
+
+def greedy(
+    order: list[GpuType],
+    rows: list[EntryRow],
+    totals: Mapping[GpuType, float],
+    skip_zero: bool,
+    active: Mapping[JobId, JobView],
+    gpus: Mapping[GpuType, int],
+    prev: Mapping[JobId, Assignment],
+    pinned: Mapping[JobId, Assignment],
+) -> dict[JobId, Assignment]:
+    """Types in ``order``, each type's entries best first (:func:`rank`): take an entry
+    whose job(s) do not run yet and whose gang fits what is left of the type.
+
+    A type ranks only the entries still unplaced when its turn comes: the others would
+    be skipped anyway, and the sort is stable, so the outcome is the same as ranking all.
+    """
+    left = {g: c for g, c in gpus.items() if c > 0}
+    out: dict[JobId, Assignment] = {}
+    for jid, a in pinned.items():
+        if jid in active and left.get(a.gpu_type, 0) >= a.workers:
+            out[jid] = a
+            left[a.gpu_type] -= a.workers
+    left = {g: c for g, c in left.items() if c > 0}
+    for gt in order:
+        if not left:
+            break  # every GPU is taken
+        free = left.get(gt, 0)
+        if free <= 0:
+            continue
+        if out:
+            rows = [r for r in rows if not _placed(r[0], out, active)]
+            if not rows:
+                break  # every entry is placed
+        for e in rank(rows, gt, totals.get(gt, 0.0), skip_zero):
+            if free <= 0:
+                break
+            key = e[3]
+            job = active.get(key)
+            if job is not None:  # a single job (the common case)
+                if key in out:
+                    continue
+                need = max(1, job.spec.min_workers)
+                if need > free:
+                    continue
+                free -= need
+                old = prev.get(key)
+                if old is not None and old.gpu_type == gt and old.partner is None:
+                    out[key] = old  # lease extension: the same Assignment, nodes and all
+                else:
+                    out[key] = Assignment(gpu_type=gt, workers=need)
+                continue
+            members = split_pair(key)
+            if any(m in out for m in members):
+                continue
+            need = max(max(1, active[m].spec.min_workers) for m in members)
+            if need > free:
+                continue
+            free -= need
+            for m in members:
+                partner = next((o for o in members if o != m), None)
+                old = prev.get(m)
+                if old is not None and old.gpu_type == gt and old.partner == partner:
+                    out[m] = old
+                else:
+                    out[m] = Assignment(gpu_type=gt, workers=need, partner=partner)
+        if free > 0:
+            left[gt] = free
+        else:
+            del left[gt]
+    return out
+
+
+def _placed(key: str, out: Mapping[JobId, Assignment], active: Mapping[JobId, JobView]) -> bool:
+    if key in active:
+        return key in out
+    return any(m in out for m in split_pair(key))
