@@ -18,9 +18,11 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
-from typing import Any, Protocol
+from typing import Any
 
 from lyra_ray import model as m
+from lyra_ray.diff import job_actions
+from lyra_ray.interfaces import RoundMechanismLike, Runtime, default_rounds
 from lyra_ray.model import Assignment, ClusterSnapshot, JobId, JobStatus, NodeId
 from lyra_ray.state import JobState, job_from_dict, job_to_dict
 from placement.placer import ConsolidatingPlacer
@@ -28,40 +30,7 @@ from policies.base import Policy
 
 log = logging.getLogger(__name__)
 
-
-class Runtime(Protocol):
-    """What carries the core's decisions out: :class:`SimRuntime` or ``RayRuntime``."""
-
-    def apply(self, actions: Sequence[m.Action]) -> None: ...
-
-    def poll(self) -> list[m.Event]: ...
-
-
-def _same(prev: Assignment | None, a: Assignment) -> bool:
-    return prev is a or prev == a
-
-
-class RoundMechanismLike(Protocol):
-    def assign(
-        self,
-        snap: ClusterSnapshot,
-        allocation: m.Allocation,
-        previous: dict[JobId, Assignment],
-        pinned: dict[JobId, Assignment] | None = None,
-    ) -> dict[JobId, Assignment]: ...
-
-    def to_state(self) -> dict[str, Any]: ...
-
-
-def default_rounds(policy: Policy, **overrides: Any) -> RoundMechanismLike:
-    """Gavel's mechanism; policies opt into Gavel's per-policy quirks by class attributes."""
-    from lyra_ray.rounds import RoundMechanism
-
-    kwargs: dict[str, Any] = {
-        "shuffle_types": bool(getattr(policy, "shuffle_round_types", False)),
-        "skip_zero_priority": bool(getattr(policy, "round_skip_zero_priority", False)),
-    }
-    return RoundMechanism(**(kwargs | overrides))
+__all__ = ["RoundMechanismLike", "Runtime", "SchedulerCore", "default_rounds"]
 
 
 class SchedulerCore:
@@ -354,33 +323,8 @@ class SchedulerCore:
     def _diff(
         self, placed: dict[JobId, Assignment], previous: dict[JobId, Assignment], lend: set[NodeId]
     ) -> list[m.Action]:
-        stops: list[m.Action] = []
-        starts: list[m.Action] = []
         reclaimed = self.lent - lend
-        for jid in sorted(j for j in previous if j not in placed):
-            j = self.jobs[jid]
-            if any(n in reclaimed for n, _ in previous[jid].nodes):
-                j.reclaim_preemptions += 1
-            j.current, j.status = None, JobStatus.PREEMPTED
-            j.num_preemptions += 1
-            stops.append(m.Preempt(jid))
-        # Jobs whose assignment is unchanged (lease extension) are left untouched.
-        moved = [jid for jid, a in placed.items() if not _same(previous.get(jid), a)]
-        for jid in sorted(moved):
-            a, j = placed[jid], self.jobs[jid]
-            prev = previous.get(jid)
-            if prev is None:
-                starts.append(m.Launch(jid, a))
-                if j.first_start_s is None:
-                    j.first_start_s = self.now
-            else:
-                if prev.gpu_type != a.gpu_type:
-                    j.num_preemptions += 1
-                elif prev.workers != a.workers:
-                    j.num_resizes += 1
-                stops.append(m.Resize(jid, a))
-            j.current, j.status = a, JobStatus.RUNNING
-            j.launched_s, j.lease_from_s, j.launch_steps = self.now, None, j.steps_done
+        stops, starts = job_actions(self.jobs, placed, previous, reclaimed, self.now)
         lend_actions: list[m.Action] = [m.Reclaim(n) for n in sorted(reclaimed)]
         lend_actions += [m.Lend(n) for n in sorted(lend - self.lent)]
         if lend != self.lent:

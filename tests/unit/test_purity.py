@@ -4,12 +4,30 @@ import subprocess
 import sys
 
 PURE = [
-    "lyra_ray.model", "lyra_ray.core", "lyra_ray.state", "lyra_ray.spec", "lyra_ray.throughput",
-    "lyra_ray.scaling", "lyra_ray.sim.simulator", "lyra_ray.sim.traces", "lyra_ray.sim.report",
-    "policies.base", "placement.placer",
+    "lyra_ray.model",
+    "lyra_ray.core",
+    "lyra_ray.diff",
+    "lyra_ray.interfaces",
+    "lyra_ray.round_greedy",
+    "lyra_ray.state",
+    "lyra_ray.spec",
+    "lyra_ray.throughput",
+    "lyra_ray.scaling",
+    "lyra_ray.sim.simulator",
+    "lyra_ray.sim.traces",
+    "lyra_ray.sim.report",
+    "policies.base",
+    "placement.placer",
 ]
-OPTIONAL = ["lyra_ray.rounds", "policies.gavel", "policies.lyra", "placement.reclaim",
-            "moe_serving.model", "moe_serving.popularity", "moe_serving.planner"]
+OPTIONAL = [
+    "lyra_ray.rounds",
+    "policies.gavel",
+    "policies.lyra",
+    "placement.reclaim",
+    "moe_serving.model",
+    "moe_serving.popularity",
+    "moe_serving.planner",
+]
 
 
 def test_pure_modules_do_not_import_ray() -> None:
