@@ -81,10 +81,9 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s")
 
-    import ray
 
     from lyra_ray.runtime.scheduler import start_scheduler
-    from lyra_ray.sdk import SCHEDULER_ACTOR, Client
+    from lyra_ray.sdk import Client
     from tests.ray.conftest import start_cluster, stop_cluster
 
     t_start = time.time()
@@ -112,8 +111,11 @@ def main(argv: list[str] | None = None) -> int:
         pure = pure_baseline(args.queued, args.probe)
         log.info("phase 1: %d cycles measured", len(cycles))
         c.cancel(holder)
-        ray.kill(ray.get_actor(SCHEDULER_ACTOR, namespace="lyra"), no_restart=True)
-        time.sleep(5.0)
+        # A fresh cluster for phase 2: FIFO starts the next queued job the moment the
+        # holder ends, and its detached run would keep the only GPU from phase 2's jobs.
+        stop_cluster(live)
+        live = start_cluster(nodes=(("k80", 1),))
+        base["storage_path"] = str(live.workdir / "ckpt")
 
         start_scheduler(
             {
