@@ -15,8 +15,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from moe_serving.bench import bench_main  # noqa: E402
-from moe_serving.cli import _add_model_args, add_bench_args  # noqa: E402
+from moe_serving.cli import _add_model_args, add_bench_args, bench_main  # noqa: E402
 
 
 def main() -> int:
