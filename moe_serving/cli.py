@@ -64,7 +64,7 @@ def cmd_plan(args: argparse.Namespace) -> int:
 
 def cmd_serve(args: argparse.Namespace) -> int:
     """Deploy the MoE app on a private local cluster, send traffic, re-plan periodically."""
-    from moe_serving.serve_main import serve_main
+    from moe_serving.cli_serve import serve_main
 
     rc: int = serve_main(args)
     return rc
