@@ -210,8 +210,9 @@ def run_bench(setup: BenchSetup, modes: list[str], num_cpus: int = 2) -> dict[st
     return out
 
 
-def setup_from_args(args: argparse.Namespace) -> BenchSetup:
-    cfg = MoEConfig(
+def config_from_args(args: argparse.Namespace) -> MoEConfig:
+    """The model flags shared by `lyra moe serve` and `lyra moe bench`."""
+    return MoEConfig(
         layers=args.layers,
         experts=args.experts,
         dim=args.dim,
@@ -221,8 +222,11 @@ def setup_from_args(args: argparse.Namespace) -> BenchSetup:
         correlation=args.correlation,
         seed=args.seed,
     )
+
+
+def setup_from_args(args: argparse.Namespace) -> BenchSetup:
     return BenchSetup(
-        cfg=cfg,
+        cfg=config_from_args(args),
         replicas=args.replicas,
         requests=args.requests,
         seed=args.seed,

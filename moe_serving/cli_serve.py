@@ -13,8 +13,9 @@ import time
 
 import numpy as np
 
-from moe_serving.bench import BenchSetup, phase1_plan
-from moe_serving.model import MoEConfig, MoEModel
+from lyra_ray.errors import InputError
+from moe_serving.bench import BenchSetup, config_from_args, phase1_plan
+from moe_serving.model import MoEModel
 from moe_serving.workload import sample_batch, topic_mix
 
 log = logging.getLogger(__name__)
@@ -28,18 +29,11 @@ def serve_main(args: argparse.Namespace) -> int:
     from moe_serving.scaler import Replanner
 
     if args.replicas < args.experts:
-        print("lyra moe: error: --replicas must be >= --experts")
-        return 2
-    cfg = MoEConfig(
-        layers=args.layers,
-        experts=args.experts,
-        dim=args.dim,
-        hidden=args.hidden,
-        heads=4,
-        skew=args.skew,
-        correlation=args.correlation,
-        seed=args.seed,
-    )
+        raise InputError(
+            f"--replicas: must be >= --experts (one replica per expert at least), "
+            f"got {args.replicas} < {args.experts}"
+        )
+    cfg = config_from_args(args)
     model = MoEModel(cfg)
     plan = phase1_plan(model, BenchSetup(cfg=cfg, replicas=args.replicas))
     os.environ.setdefault("RAY_AUTH_MODE", "disabled")
