@@ -106,6 +106,7 @@ def greedy(
             out[jid] = a
             left[a.gpu_type] -= a.workers
     left = {g: c for g, c in left.items() if c > 0}
+    singles = all(r[0] in active for r in rows)  # no pairs: a key is placed iff in ``out``
     for gt in order:
         if not left:
             break  # every GPU is taken
@@ -113,7 +114,10 @@ def greedy(
         if free <= 0:
             continue
         if out:
-            rows = [r for r in rows if not _placed(r[0], out, active)]
+            if singles:
+                rows = [r for r in rows if r[0] not in out]
+            else:
+                rows = [r for r in rows if not _placed(r[0], out, active)]
             if not rows:
                 break  # every entry is placed
         for e in rank(rows, gt, totals.get(gt, 0.0), skip_zero):

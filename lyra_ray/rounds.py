@@ -77,12 +77,14 @@ class RoundMechanism:
     _worker_time: Row = field(default_factory=dict)
     _deficits: dict[str, Row] = field(default_factory=dict)
     _alloc_ref: dict[str, Row] = field(default_factory=dict)
-    _seen: dict[JobId, Row] = field(default_factory=dict)
+    _seen: dict[JobId, Mapping[GpuType, float]] = field(default_factory=dict)
     _job_set: list[JobId] = field(default_factory=list)
     _last_reset: float | None = None
     _rounds: int = 0
     _thr: dict[JobId, Row] = field(default_factory=dict, repr=False)
-    _order_cache: tuple[object, list[GpuType]] | None = field(default=None, repr=False)
+    _order_cache: tuple[tuple[frozenset[JobId], object], list[GpuType]] | None = field(
+        default=None, repr=False
+    )
     _run_cache: dict[str, tuple[tuple[Row, ...], set[GpuType]]] = field(
         default_factory=dict, repr=False
     )
@@ -93,6 +95,11 @@ class RoundMechanism:
     _pairs_cache: tuple[object, list[tuple[str, tuple[JobId, ...]]]] | None = field(
         default=None, repr=False
     )
+    _entry_cache: tuple[tuple[object, ...], list[str], list[EntryRow]] | None = field(
+        default=None, repr=False
+    )
+    """The last round's entry rows, reused while nothing they were built from changed:
+    the rows hold the bookkeeping's inner dicts, which later rounds update in place."""
 
     def assign(
         self,
@@ -144,7 +151,7 @@ class RoundMechanism:
             "worker_time": self._worker_time,
             "deficits": self._deficits,
             "alloc_ref": self._alloc_ref,
-            "seen": self._seen,
+            "seen": {k: dict(v) for k, v in self._seen.items()},
             "job_set": self._job_set,
             "last_reset": self._last_reset,
             "rounds": self._rounds,
@@ -168,7 +175,7 @@ class RoundMechanism:
             _worker_time={g: float(x) for g, x in state["worker_time"].items()},
             _deficits=nested(state["deficits"]),
             _alloc_ref=nested(state["alloc_ref"]),
-            _seen=nested(state["seen"]),
+            _seen=dict(nested(state["seen"])),
             _job_set=list(state["job_set"]),
             _last_reset=None if state["last_reset"] is None else float(state["last_reset"]),
             _rounds=int(state["rounds"]),
@@ -209,12 +216,15 @@ class RoundMechanism:
             if hit is not None and hit[0] is src and hit[1] is gpus:
                 row = hit[2]
             else:
+                self._entry_cache = None
                 row = self._row(snap, job, gpus)
                 if not all(g in src for g in gpus):  # the model answered: do not cache
                     out[jid] = row
                     continue
             fresh[jid] = (src, gpus, row)
             out[jid] = row
+        if len(fresh) != len(cache):
+            self._entry_cache = None
         self._row_cache = fresh
         return out
 
@@ -243,21 +253,24 @@ class RoundMechanism:
                     if job is not None:
                         now_t = float(job.time_received_s.get(gt, 0.0))
                         delta = max(delta, now_t - seen.get(member, _EMPTY).get(gt, 0.0))
-            else:
+            else:  # ``prev`` holds each job once: only pairs need ``done``
                 key = jid
-                if key in done:
-                    continue
-                done.add(key)
                 job = active.get(jid)
                 if job is None:
                     continue
-                delta = float(job.time_received_s.get(gt, 0.0)) - seen.get(jid, _EMPTY).get(gt, 0.0)
+                delta = job.time_received_s.get(gt, 0.0) - seen.get(jid, _EMPTY).get(gt, 0.0)
             if delta <= 0:
                 continue
-            per = job_time.setdefault(key, {})
+            per = job_time.get(key)
+            if per is None:
+                per = job_time[key] = {}
+                self._entry_cache = None  # a cached row holds the empty default
             per[gt] = per.get(gt, 0.0) + delta
             worker_time[gt] = worker_time.get(gt, 0.0) + delta
-        self._seen = {jid: dict(j.time_received_s) for jid, j in active.items()}
+        # The views' own mappings, not copies: a snapshot is immutable (the core builds
+        # each view's ``time_received_s`` afresh), and copying ~40 dicts a round cost
+        # more than the rest of the bookkeeping.
+        self._seen = {jid: j.time_received_s for jid, j in active.items()}
 
     def _reset(
         self, now: float, active: Mapping[JobId, JobView], allocation: Allocation, half: float
@@ -311,10 +324,13 @@ class RoundMechanism:
         Speed of a type = sum over active jobs of its throughput there relative to the
         job's best type; recomputed only when the set of jobs changes.
         """
-        sig = (frozenset(self._thr), tuple(sorted(gpus.items())))
-        if self._order_cache is None or self._order_cache[0] != sig:
-            self._order_cache = (sig, fastest_first(self._thr.values(), gpus))
-        order = list(self._order_cache[1])
+        c = self._order_cache
+        # The GPU counts are one cached dict per node set (``_gpus``), so identity
+        # stands for their equality; the job set is compared as keys, in C.
+        if c is None or c[0][1] is not gpus or self._thr.keys() != c[0][0]:
+            c = ((frozenset(self._thr), gpus), fastest_first(self._thr.values(), gpus))
+            self._order_cache = c
+        order = list(c[1])
         if self.shuffle_types:
             random.Random(self.seed * 1_000_003 + self._rounds).shuffle(order)
         return order
@@ -322,7 +338,18 @@ class RoundMechanism:
     def _entry_rows(self, snap: ClusterSnapshot, active: Mapping[JobId, JobView]) -> list[EntryRow]:
         """Per candidate: (key, runnable types, X row, time row, deficit row)."""
         fractions, job_time, deficits = self._alloc_ref, self._job_time, self._deficits
-        return [
+        keys = self._candidates(active)
+        sig = (fractions, job_time, deficits)
+        c = self._entry_cache
+        if (
+            c is not None
+            and c[0][0] is fractions
+            and c[0][1] is job_time
+            and c[0][2] is deficits
+            and c[1] == keys
+        ):
+            return c[2]
+        rows = [
             (
                 key,
                 self._runnable_types(snap, key, active),
@@ -330,8 +357,10 @@ class RoundMechanism:
                 job_time.get(key, _EMPTY),
                 deficits.get(key, _EMPTY),
             )
-            for key in self._candidates(active)
+            for key in keys
         ]
+        self._entry_cache = (sig, keys, rows)
+        return rows
 
     def _runnable_types(
         self, snap: ClusterSnapshot, key: str, active: Mapping[JobId, JobView]

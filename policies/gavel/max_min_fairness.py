@@ -25,7 +25,10 @@ from policies.gavel.inputs import (
     isolated_allocation,
     to_allocation,
 )
+from policies.gavel.las_incremental import IncrementalLas
 from policies.gavel.lp import base_constraints, max_min, max_min_jobs, utility_matrix
+
+WARM = "warm-simplex"
 
 
 def las_coefficients(p: Problem, agnostic: bool) -> FloatArray:
@@ -77,16 +80,43 @@ class MaxMinFairnessPerf:
     name: ClassVar[str] = "max_min_fairness_perf"
     agnostic: ClassVar[bool] = False
 
-    def __init__(self, pareto: bool = False, method: str = "ipm-interior") -> None:
+    def __init__(self, pareto: bool = False, method: str | None = None) -> None:
         self.pareto = pareto
-        self.method = method
+        self.method = method or self.default_method
+        self._live: tuple[tuple[str, ...], IncrementalLas] | None = None
+
+    default_method: ClassVar[str] = "ipm-interior"
+    """A method of :func:`solve_las` (``ipm-interior``: a cold solve to an interior
+    point, as Gavel's ECOS), or ``WARM``: one live HiGHS model re-solved by warm dual
+    simplex, ~4x cheaper per LP but it returns an optimal *vertex*, and which one
+    depends on the history of the model: on Gavel's 3,000-job trace the average JCT
+    moved by +0.8 % to +1.2 % (cold simplex: -0.9 %), on the fidelity trace by
+    -1.4 % (interior point: -0.2 %). Opt-in until a vertex-insensitive tie-break
+    exists."""
 
     def allocate(self, snap: ClusterSnapshot) -> Allocation:
         p = build_problem(snap, agnostic=self.agnostic)
         if p.n == 0 or p.k == 0:
             return Allocation()
-        X, _ = solve_las(p, self.agnostic, self.pareto, self.method)
+        if self.method == WARM and not self.pareto:
+            X = self._solve_warm(p)
+        else:
+            X, _ = solve_las(p, self.agnostic, self.pareto, self.method)
         return to_allocation(p, X)
+
+    def _solve_warm(self, p: Problem) -> FloatArray:
+        """The LAS LP on this policy's live model (rebuilt when the GPU types change)."""
+        if self._live is None or self._live[0] != p.gpu_types:
+            self._live = (p.gpu_types, IncrementalLas(p.k))
+        coef = las_coefficients(p, self.agnostic)
+        runnable = p.runnable
+        active: NDArray[np.bool_] = np.asarray(runnable.any(axis=1))
+        if not active.any():
+            return np.zeros((p.n, p.k))
+        X, _ = self._live[1].solve(
+            p.job_ids, coef, p.sf, p.capacity, runnable.astype(np.float64), active
+        )
+        return X
 
 
 @register
