@@ -36,6 +36,8 @@ log = logging.getLogger(__name__)
 MAX_UNEXPECTED_ENDS = 3
 START_GRACE_S = 20.0
 """A run actor may take this long to appear after start_run() before it counts as lost."""
+STARTING_KILL_S = 180.0
+"""A stop meets a run still starting: wait this long from its launch before killing it."""
 
 
 @dataclass
@@ -209,10 +211,13 @@ class RayRuntime:
                 events.append(m.JobProgress(jid, rec["steps"], rec["steps_per_s"]))
             if rec is not None and rec["outcome"] is not None:
                 events += self._ended(r, rec["outcome"], rec["steps"], rec["message"])
-            elif r.phase == "stopping" and (now > r.deadline or not (rec or {}).get("workers")):
-                # Past the grace period, or still starting (no worker has reached the step
-                # loop, so there is nothing to checkpoint): kill rather than wait, else a
-                # slow start can outlive a whole round and the runs thrash.
+            elif r.phase == "stopping" and now > self._kill_after(r, rec):
+                # Past the grace period: kill. Not earlier, even for a run still starting:
+                # a run killed before its worker group is up can leave its placement
+                # group holding the GPUs (seen in CI: the next generation waited forever
+                # for them). A starting run meets the stop flag at its first step and
+                # stops cleanly; the core's minimum lease keeps rounds from preempting
+                # runs that are still starting.
                 log.info("stopping run %s g%d by kill", jid, r.generation)
                 self._kill(r)
                 found = latest_checkpoint(os.path.join(self.storage_path, runs.run_name(jid)))
@@ -220,6 +225,14 @@ class RayRuntime:
             elif now - r.launched_at > START_GRACE_S and not runs.run_alive(jid, r.generation):
                 events += self._ended(r, "lost", r.reported_steps, "run actor vanished")
         return events
+
+    @staticmethod
+    def _kill_after(r: RunRecord, rec: Mapping[str, Any] | None) -> float:
+        """When a stopping run is killed: after the grace period, or, while its workers
+        have not reached the step loop, not before its start-up grace is over."""
+        if (rec or {}).get("workers"):
+            return r.deadline
+        return max(r.deadline, r.launched_at + STARTING_KILL_S)
 
     def _ended(self, r: RunRecord, outcome: str, steps: float, message: str) -> list[m.Event]:
         """A run ended: report it, or start the queued next generation."""

@@ -79,7 +79,7 @@ def test_round_based_policy_preempts_and_resumes_from_checkpoint(
         n: client.submit(
             job(
                 n,
-                160,
+                400,  # 40 s of steps: more than a round, so the rounds must swap them
                 logs[n],
                 workers=3,
                 throughput={"k80": 1.0},
@@ -90,8 +90,8 @@ def test_round_based_policy_preempts_and_resumes_from_checkpoint(
     }
     final = {n: client.wait(jid, timeout=540) for n, jid in ids.items()}
     for n, st in final.items():
-        assert st["status"] == "finished" and st["steps_done"] == 160, st
-        assert_every_step_once(logs[n], 160, slack=20)
+        assert st["status"] == "finished" and st["steps_done"] == 400, st
+        assert_every_step_once(logs[n], 400, slack=20)
         assert_placements_match(client, ids[n])
     assert max(st["num_preemptions"] for st in final.values()) >= 1
     assert max(st["generation"] for st in final.values()) >= 2
