@@ -20,11 +20,13 @@ from typing import Any, TypeVar
 
 from lyra_ray.runtime.local import recorded_auth_mode
 
-if "RAY_AUTH_MODE" not in os.environ and recorded_auth_mode():
+if "RAY_AUTH_MODE" not in os.environ:
     # Ray reads the auth mode once, when it is imported, and a client given an explicit
     # address does not detect token auth itself: take the mode of the cluster `lyra up`
     # started here before Ray is imported (users elsewhere export RAY_AUTH_MODE).
-    os.environ["RAY_AUTH_MODE"] = str(recorded_auth_mode())
+    _mode = recorded_auth_mode()
+    if _mode:
+        os.environ["RAY_AUTH_MODE"] = _mode
 
 import ray
 
