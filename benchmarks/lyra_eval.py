@@ -39,7 +39,7 @@ from typing import Any
 
 from lyra_ray import scaling
 from lyra_ray.model import JobSpec, Node
-from lyra_ray.sim.serving import demand_events, diurnal, mean_utilisation
+from lyra_ray.sim.serving import demand_series, diurnal, mean_utilisation
 from lyra_ray.sim.simulator import Simulator
 from lyra_ray.throughput import SpecThroughputs
 from policies.base import get_policy
@@ -161,7 +161,7 @@ def main() -> int:
     jobs = make_jobs(raw, args)
     horizon = raw[-1][0] + 3 * 86_400.0
     points = diurnal(args.infer_nodes, horizon, seed=args.seed)
-    demand = [(t, e.servers) for t, e in demand_events(points)]
+    demand = demand_series(points)
     scen = {
         "baseline": ("lyra-baseline", args.resize_overhead),
         "basic": ("basic", args.resize_overhead),

@@ -167,7 +167,7 @@ def _serving_demand(
     args: argparse.Namespace, inference: list[Node], specs: list[JobSpec]
 ) -> list[tuple[float, int]]:
     """Demand in servers over time; the diurnal default spans the trace plus three days."""
-    from lyra_ray.sim.serving import demand_events, diurnal, read_demand_csv
+    from lyra_ray.sim.serving import demand_series, diurnal, read_demand_csv
 
     if not inference:
         return []
@@ -183,7 +183,7 @@ def _serving_demand(
                 f"{source}: field 'servers': {too_many[0].servers} at t={too_many[0].time_s} "
                 f"exceeds the {len(inference)} inference servers of --inference"
             )
-    return [(t, e.servers) for t, e in demand_events(points)]
+    return demand_series(points)
 
 
 def run_simulate(args: argparse.Namespace) -> int:

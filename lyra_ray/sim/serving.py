@@ -123,6 +123,12 @@ def demand_events(points: Sequence[DemandPoint]) -> list[tuple[float, ServingDem
     return out
 
 
+def demand_series(points: Sequence[DemandPoint]) -> list[tuple[float, int]]:
+    """The ``(time_s, servers)`` changes that :class:`~lyra_ray.sim.simulator.Simulator`
+    takes as ``serving_demand``."""
+    return [(t, e.servers) for t, e in demand_events(points)]
+
+
 def mean_utilisation(points: Sequence[DemandPoint], total_servers: int) -> float:
     """Time-weighted mean demand / pool size over the series (last point: one step)."""
     if len(points) < 2 or total_servers <= 0:
