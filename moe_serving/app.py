@@ -105,7 +105,7 @@ class MoEIngress:
 
         torch.set_num_threads(1)
         self.torch = torch
-        self.model = MoEModel(cfg)
+        self.model = MoEModel(cfg, calibrate_gates=False)  # the state carries the biases
         self.model.load_state_dict({k: torch.from_numpy(v) for k, v in state.items()})
         # Grad mode is thread-local, and concurrent requests interleave on one event-loop
         # thread, so a `with no_grad()` in one coroutine can be undone by another's exit.

@@ -4,8 +4,13 @@ WHY these knobs: Lina's gains come from two properties of real MoE routing — p
 skewed, and a token's expert at layer i predicts its expert at layer i+1. A randomly
 initialised model has neither, so the gate is built to have both, with dials:
 
-- ``skew``: a Zipf-shaped gate bias (expert of rank r gets ``-skew * log(1 + r)``), so the
-  marginal popularity follows roughly ``(1 + r) ** -skew``.
+- ``skew``: the *realised* marginal popularity. The expert of rank r (ranks relabelled per
+  layer with the correlation's permutation) receives a share ``(1 + r) ** -skew`` (normalised;
+  for top-k capped at 1/k, since a token picks an expert at most once) of the gate's picks
+  on the model's own balanced-topic traffic. A plain Zipf bias does not achieve that: the
+  random gate weights dominate it, so the realised popularity depended on the seed (seed 1
+  had two experts sharing layer 0's load). So each layer's bias is calibrated, layer by layer,
+  on a fixed seeded profiling sample (``_calibrate_gates``).
 - ``correlation``: layer l+1's gate rows are ``corr * (layer l's rows) + noise`` under a random
   relabelling of experts, so tokens keep their "route" through the layers.
 - token embeddings cluster by topic (see ``workload.py``); a batch's topic mix moves the
@@ -31,6 +36,16 @@ import torch
 from torch import Tensor, nn
 
 from moe_serving.experts import ExpertWeights
+
+# Gate calibration: a balanced profiling sample of PROFILE_SEQS_PER_TOPIC sequences per topic,
+# PROFILE_SEQ tokens each, drawn from its own generator (seed + PROFILE_SEED_OFFSET) so the
+# weights stay what the seed gives; damped fixed-point steps on the bias.
+PROFILE_SEQS_PER_TOPIC = 32
+PROFILE_SEQ = 32
+PROFILE_SEED_OFFSET = 7919
+CALIB_ITERS = 80
+CALIB_DAMPING = 0.5
+CALIB_TOL = 0.005
 
 
 @dataclass(frozen=True)
@@ -157,10 +172,78 @@ def _gate_params(cfg: MoEConfig, gen: torch.Generator) -> list[tuple[Tensor, Ten
     return out
 
 
+def zipf_target(bias: Tensor, top_k: int) -> Tensor:
+    """Pick shares proportional to ``exp(bias)``, water-filled under the top-k cap ``1/k``.
+
+    ``exp(bias)`` of the initial Zipf bias is ``(1 + rank) ** -skew``. With top-k gating a
+    token picks an expert at most once, so no expert can hold more than 1/k of the picks; the
+    excess goes to the others in proportion to their own shares.
+    """
+    share = bias.double().exp()
+    share = share / share.sum()
+    cap = 1.0 / top_k
+    capped = torch.zeros_like(share, dtype=torch.bool)
+    for _ in range(share.numel()):
+        free = ~capped
+        rest = 1.0 - cap * int(capped.sum())
+        share = torch.where(capped, torch.full_like(share, cap), share)
+        share[free] = share[free] / share[free].sum() * rest
+        over = free & (share > cap)
+        if not over.any():
+            break
+        capped |= over
+    return share.float()
+
+
+def pick_shares(logits: Tensor, top_k: int) -> Tensor:
+    """Share of the top-k picks [E] each expert gets for gate logits [N, E]."""
+    idx = logits.topk(top_k, dim=-1).indices.reshape(-1)
+    return torch.bincount(idx, minlength=logits.shape[1]).float() / idx.numel()
+
+
+def fit_bias(logits: Tensor, bias: Tensor, target: Tensor, top_k: int) -> Tensor:
+    """Bias such that ``pick_shares(logits + bias)`` matches ``target``: damped fixed point.
+
+    ``b += damping * log(target / actual)`` raises the bias of under-picked experts. Counts
+    are piecewise constant in ``b``, so the steps may hop around the target; the best bias
+    seen (max abs share error) is kept.
+    """
+    b = bias.clone()
+    best, best_err = b.clone(), math.inf
+    floor = 0.5 / (logits.shape[0] * top_k)  # an expert nobody picks still gets a finite step
+    for _ in range(CALIB_ITERS):
+        share = pick_shares(logits + b, top_k)
+        err = float((share - target).abs().max())
+        if err < best_err:
+            best, best_err = b.clone(), err
+        if err < CALIB_TOL:
+            break
+        b = b + CALIB_DAMPING * torch.log(target / share.clamp_min(floor))
+    return best - best.mean()
+
+
+def profile_tokens(cfg: MoEConfig, seed: int, seqs_per_topic: int, seq: int) -> Tensor:
+    """Exactly balanced topic mix: ``seqs_per_topic`` sequences of each topic [T*S, seq].
+
+    Exact balance (not a random topic draw) keeps the sample's topic counts from moving the
+    calibrated popularity.
+    """
+    gen = torch.Generator().manual_seed(seed)
+    per_topic = cfg.vocab // cfg.topics
+    topic = torch.arange(cfg.topics).repeat_interleave(seqs_per_topic)
+    offs = torch.randint(0, per_topic, (topic.numel(), seq), generator=gen)
+    return topic[:, None] * per_topic + offs
+
+
 class MoEModel(nn.Module):
     """Embedding -> L x (attention, top-k gated experts) -> final norm."""
 
-    def __init__(self, cfg: MoEConfig) -> None:
+    def __init__(self, cfg: MoEConfig, calibrate_gates: bool = True) -> None:
+        """Build the model from ``cfg.seed``.
+
+        ``calibrate_gates=False`` skips the bias calibration; only for a caller that loads a
+        state dict right after (the Serve ingress), which carries the calibrated biases.
+        """
         super().__init__()
         self.cfg = cfg
         gen = torch.Generator().manual_seed(cfg.seed)
@@ -176,6 +259,28 @@ class MoEModel(nn.Module):
         self.layers = nn.ModuleList(MoELayer(cfg, w, b) for w, b in gates)
         self.ln_f = nn.LayerNorm(cfg.dim)
         self.eval()
+        if calibrate_gates:
+            seed = cfg.seed + PROFILE_SEED_OFFSET
+            self._calibrate_gates(profile_tokens(cfg, seed, PROFILE_SEQS_PER_TOPIC, PROFILE_SEQ))
+
+    @torch.no_grad()
+    def _calibrate_gates(self, tokens: Tensor) -> None:
+        """Fit each layer's gate bias to its Zipf target on ``tokens``, in layer order.
+
+        In order because layer l's gate input depends on the routing of layers < l; the
+        target's rank order is the one the initial (relabelled) Zipf bias carries.
+        """
+        k = self.cfg.top_k
+        h = self.embed(tokens)
+        for layer in range(self.cfg.layers):
+            h = self.attend(layer, h)
+            gate = self._block(layer).gate
+            xn = self._block(layer).ln2(h).reshape(-1, self.cfg.dim)
+            logits = xn @ gate.weight.T
+            gate.bias.copy_(fit_bias(logits, gate.bias, zipf_target(gate.bias, k), k))
+            xn, idx, w = self.route(layer, h)
+            ds = self.dispatch(idx, w)
+            h = self.combine(h, ds, [self.expert_forward(layer, d.expert, xn[d.rows]) for d in ds])
 
     def _block(self, layer: int) -> MoELayer:
         blk = self.layers[layer]

@@ -7,7 +7,7 @@ import pytest
 import torch
 
 from moe_serving.experts import expert_ffn
-from moe_serving.model import MoEConfig, MoEModel
+from moe_serving.model import MoEConfig, MoEModel, fit_bias, pick_shares, zipf_target
 from moe_serving.popularity import load_counts
 from moe_serving.workload import sample_batch, topic_mix
 
@@ -76,6 +76,51 @@ def test_skew_knob_concentrates_load() -> None:
     skewed = load_counts(_routes(MoEConfig(skew=2.5)), 8)
     top_share = lambda c: float((c.max(1) / c.sum(1)).mean())  # noqa: E731
     assert top_share(skewed) > top_share(flat) + 0.1
+
+
+def _zipf_by_rank(model: MoEModel) -> np.ndarray:
+    """Each layer's intended pick shares [L, E], in the expert order the relabelling gave.
+
+    The initial bias (before calibration) is ``-skew * log1p(rank)`` permuted per layer, so
+    an uncalibrated twin of the model carries the rank order.
+    """
+    twin = MoEModel(model.cfg, calibrate_gates=False)
+    return np.stack(
+        [zipf_target(blk.gate.bias.detach(), model.cfg.top_k).numpy() for blk in twin.layers]
+    )
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+@pytest.mark.parametrize("top_k", [1, 2])
+def test_skew_is_the_realised_popularity_on_held_out_traffic(seed: int, top_k: int) -> None:
+    """Calibrated gates realise the Zipf shares, ranks included, on a sample they never saw."""
+    cfg = MoEConfig(layers=2, experts=4, dim=64, hidden=64, skew=1.5, top_k=top_k, seed=seed)
+    model = MoEModel(cfg)
+    rng = np.random.default_rng(1000 + seed)  # held out: not the profiling sample
+    routes = np.concatenate(
+        [model.run(sample_batch(cfg, rng, 64, 16))[1].numpy() for _ in range(4)], axis=1
+    )
+    counts = load_counts(routes, cfg.experts)
+    realised = counts / counts.sum(1, keepdims=True)
+    target = _zipf_by_rank(model)
+    np.testing.assert_allclose(realised, target, atol=0.03)  # measured <= 0.016
+    assert (realised.argmax(1) == target.argmax(1)).all()
+
+
+def test_capped_zipf_target_for_top2() -> None:
+    """No expert can hold more than 1/k of top-k picks; the excess goes to the others."""
+    bias = -1.5 * torch.log1p(torch.arange(4, dtype=torch.float32))
+    t = zipf_target(bias, 2).numpy()
+    assert t.sum() == pytest.approx(1.0) and t[0] == pytest.approx(0.5)
+    assert (np.diff(t) < 0).all()
+    np.testing.assert_allclose(zipf_target(torch.zeros(5), 1).numpy(), 0.2)
+
+
+def test_fit_bias_reaches_a_reachable_target() -> None:
+    logits = torch.randn(4000, 5, generator=torch.Generator().manual_seed(0)) * 2
+    target = torch.tensor([0.4, 0.25, 0.15, 0.12, 0.08])
+    got = pick_shares(logits + fit_bias(logits, torch.zeros(5), target, 1), 1)
+    np.testing.assert_allclose(got.numpy(), target.numpy(), atol=0.01)
 
 
 def test_correlation_knob_makes_routes_predictable() -> None:
