@@ -63,10 +63,10 @@ def _close(a: float, b: float, tol: float = 1e-6) -> bool:
 
 
 @SETTINGS
-@given(instances(), st.booleans())
-def test_las_matches_cvxpy(snap: ClusterSnapshot, agnostic: bool) -> None:
+@given(instances(), st.booleans(), st.sampled_from(["ecos", "ipm-interior", "ipm"]))
+def test_las_matches_cvxpy(snap: ClusterSnapshot, agnostic: bool, method: str) -> None:
     p = build_problem(snap, agnostic=agnostic)
-    X, level = solve_las(p, agnostic)
+    X, level = solve_las(p, agnostic, method=method)
     _feasible(p, X)
     if not p.runnable.any():
         return
@@ -133,6 +133,22 @@ def test_water_filling_matches_reference(snap: ClusterSnapshot, agnostic: bool) 
     # the levels are achieved by X
     achieved = (coef * X).sum(axis=1)
     assert (achieved >= level * (1 - 1e-6) - 1e-9).all()
+
+
+def test_las_falls_back_to_highs_when_ecos_fails(monkeypatch: pytest.MonkeyPatch) -> None:
+    from policies.gavel import ecos_las
+    from policies.gavel.synthetic import random_snapshot
+
+    p = build_problem(random_snapshot(12, seed=1))
+    _, expect = solve_las(p, agnostic=False, method="ipm-interior")
+
+    def failing(*args: object, **kwargs: object) -> dict[str, object]:
+        return {"info": {"exitFlag": -2, "infostring": "numerical problems"}}
+
+    monkeypatch.setattr(ecos_las.ecos, "solve", failing)
+    X, level = solve_las(p, agnostic=False)
+    _feasible(p, X)
+    assert _close(level, expect)
 
 
 def test_solve_time_is_not_asserted_but_large_instances_solve() -> None:

@@ -1,0 +1,90 @@
+"""The LAS LP exactly as Gavel writes it, solved by ECOS, the solver Gavel itself uses.
+
+Why ECOS and not HiGHS here: the LAS optimum is rarely unique (a job is indifferent
+between GPU types that give it the same utility), and the round mechanism realises
+whichever optimal X the solver returns, so the simulated JCTs depend on *which* optimum
+comes back. Gavel solves ``Maximize(min_m sum_j c_mj x_mj)`` over
+``x >= 0, sum_j x_mj <= 1, sum_m sf_m x_mj <= G_j`` with cvxpy + ECOS, an interior
+point method that stops near the analytic centre of the optimal face. Handing ECOS the
+same LP (same constraints: no ``x <= 1`` rows, which would tilt the centre) reproduces
+that choice more closely than HiGHS's barrier does, and a simulation solves thousands of
+these small LPs: ECOS takes ~0.8 ms for a 44-job LP where HiGHS's IPX takes ~2.6 ms,
+most of it fixed per-solve overhead.
+
+The matrix is written straight into CSC arrays: every allocation column has the same
+four entries (its job's utility row, its ``x >= 0`` row, its job's time row and its
+type's capacity row), so numpy builds them without a sparse-matrix assembly.
+"""
+
+from __future__ import annotations
+
+import ecos
+import numpy as np
+import scipy.sparse as sp
+from numpy.typing import NDArray
+
+FloatArray = NDArray[np.float64]
+
+_OPTIMAL = 0
+_OPTIMAL_INACCURATE = 10  # ECOS's "close to optimal": tolerances met only loosely
+
+
+class EcosFailed(RuntimeError):
+    """ECOS stopped without an (approximately) optimal point; callers fall back."""
+
+
+def solve_las_ecos(
+    coef: FloatArray, sf: FloatArray, capacity: FloatArray, runnable: NDArray[np.bool_]
+) -> tuple[FloatArray, float, FloatArray]:
+    """Maximise ``t`` s.t. ``sum_j coef_mj x_mj >= t`` for every job with a runnable type.
+
+    Columns exist only where ``runnable`` (elsewhere ``x`` is 0, as HiGHS's presolve
+    would make it). Returns (X as n x k, the optimal level t, the dual of each job's
+    utility row: positive for the jobs that bind the level).
+    """
+    n, k = coef.shape
+    keep = np.flatnonzero(runnable.ravel())
+    nx = keep.size
+    X = np.zeros((n, k))
+    duals = np.zeros(n)
+    if nx == 0:
+        return X, 0.0, duals
+    job, typ = keep // k, keep % k
+    active = np.flatnonzero(runnable.any(axis=1))
+    na = active.size
+    pos = np.empty(n, dtype=np.int64)
+    pos[active] = np.arange(na)
+    a = pos[job]
+    cols = np.arange(nx)
+    # Rows: [0, na) t - U_m x <= 0 | [na, na+nx) -x <= 0 | time rows | capacity rows.
+    indices = np.empty((nx, 4), dtype=np.int64)
+    indices[:, 0] = a
+    indices[:, 1] = na + cols
+    indices[:, 2] = na + nx + a
+    indices[:, 3] = 2 * na + nx + typ
+    data = np.empty((nx, 4))
+    data[:, 0] = -coef.ravel()[keep]
+    data[:, 1] = -1.0
+    data[:, 2] = 1.0
+    data[:, 3] = sf[job]
+    nrow = 2 * na + nx + k
+    indptr = np.concatenate([np.arange(0, 4 * nx + 1, 4), [4 * nx + na]])
+    G = sp.csc_matrix(
+        (
+            np.concatenate([data.ravel(), np.ones(na)]),
+            np.concatenate([indices.ravel(), np.arange(na)]),
+            indptr,
+        ),
+        shape=(nrow, nx + 1),
+    )
+    h = np.concatenate([np.zeros(na + nx), np.ones(na), capacity.astype(np.float64)])
+    c = np.zeros(nx + 1)
+    c[-1] = -1.0
+    sol = ecos.solve(c, G, h, {"l": nrow, "q": [], "e": 0}, verbose=False)
+    flag = int(sol["info"]["exitFlag"])
+    if flag not in (_OPTIMAL, _OPTIMAL_INACCURATE):
+        raise EcosFailed(f"ECOS exit flag {flag}: {sol['info'].get('infostring', '')}")
+    x = np.asarray(sol["x"], dtype=np.float64)
+    X.ravel()[keep] = np.maximum(x[:nx], 0.0)
+    duals[active] = np.asarray(sol["z"], dtype=np.float64)[:na]
+    return X, float(x[nx]), duals
