@@ -199,6 +199,17 @@ class SchedulerCore:
         for ev in events:
             if isinstance(ev, m.Tick):
                 tick = True
+            elif isinstance(ev, m.JobsProgress):
+                active, now = self._active, self.now
+                for jid, steps in ev.steps_done.items():
+                    j = active.get(jid)  # the jobs not yet terminal
+                    if j is not None:
+                        done = j.steps_done
+                        if steps > done:
+                            total = j.spec.total_steps
+                            j.steps_done = done = steps if steps < total else total
+                        if j.lease_from_s is None and done > j.launch_steps:
+                            j.lease_from_s = now
             elif isinstance(ev, m.JobProgress):
                 j = self._active.get(ev.job_id)  # the jobs not yet terminal
                 if j is not None:

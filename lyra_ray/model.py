@@ -301,6 +301,17 @@ class JobProgress:
 
 
 @dataclass(frozen=True, slots=True)
+class JobsProgress:
+    """Absolute steps done by many jobs at once (monotone per job, nothing measured).
+
+    The simulator reports every running job after every time jump; one event per job
+    cost more to build and fold than the rest of the step's bookkeeping.
+    """
+
+    steps_done: Mapping[JobId, float]
+
+
+@dataclass(frozen=True, slots=True)
 class JobCompleted:
     job_id: JobId
     steps_done: float
@@ -346,6 +357,7 @@ Event: TypeAlias = (
     JobSubmitted
     | JobCancelled
     | JobProgress
+    | JobsProgress
     | JobCompleted
     | JobFailed
     | JobStopped

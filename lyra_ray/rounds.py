@@ -47,11 +47,13 @@ from lyra_ray.model import (
 from lyra_ray.round_greedy import (
     EntryRow,
     Row,
+    Speeds,
     active_by_id,
-    fastest_first,
     greedy,
+    order_by_speed,
     pair_runnable,
     rank,
+    relative_speeds,
 )
 
 _EMPTY: dict[GpuType, float] = {}
@@ -85,6 +87,7 @@ class RoundMechanism:
     _order_cache: tuple[tuple[frozenset[JobId], object], list[GpuType]] | None = field(
         default=None, repr=False
     )
+    _speed_cache: dict[JobId, tuple[Row, Speeds]] = field(default_factory=dict, repr=False)
     _run_cache: dict[str, tuple[tuple[Row, ...], set[GpuType]]] = field(
         default_factory=dict, repr=False
     )
@@ -328,12 +331,26 @@ class RoundMechanism:
         # The GPU counts are one cached dict per node set (``_gpus``), so identity
         # stands for their equality; the job set is compared as keys, in C.
         if c is None or c[0][1] is not gpus or self._thr.keys() != c[0][0]:
-            c = ((frozenset(self._thr), gpus), fastest_first(self._thr.values(), gpus))
+            c = ((frozenset(self._thr), gpus), order_by_speed(self._speeds(), gpus))
             self._order_cache = c
         order = list(c[1])
         if self.shuffle_types:
             random.Random(self.seed * 1_000_003 + self._rounds).shuffle(order)
         return order
+
+    def _speeds(self) -> list[Speeds]:
+        """Every active job's :func:`relative_speeds`, reused while its row is the same
+        object: the job set changes at most arrivals and completions, its rows rarely."""
+        cache = self._speed_cache
+        fresh: dict[JobId, tuple[Row, Speeds]] = {}
+        out: list[Speeds] = []
+        for jid, row in self._thr.items():
+            hit = cache.get(jid)
+            sp = hit[1] if hit is not None and hit[0] is row else relative_speeds(row)
+            fresh[jid] = (row, sp)
+            out.append(sp)
+        self._speed_cache = fresh
+        return out
 
     def _entry_rows(self, snap: ClusterSnapshot, active: Mapping[JobId, JobView]) -> list[EntryRow]:
         """Per candidate: (key, runnable types, X row, time row, deficit row)."""

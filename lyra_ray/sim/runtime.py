@@ -8,6 +8,7 @@ holds its GPUs but makes no progress. It decides nothing.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -23,6 +24,8 @@ class _Run:
     rate: float
     productive_from: float
     total: float
+    finish: float = math.inf
+    """When the run completes at ``rate``: fixed while the rate is (set in ``_rerate``)."""
 
 
 class SimRuntime:
@@ -46,13 +49,8 @@ class SimRuntime:
     # ---------------------------------------------------------------- time
 
     def advance(self, t: float) -> None:
-        """Move the clock to ``t``, crediting every running job its steps.
-
-        The same walk finds the next completion (what :meth:`next_completion` would
-        compute next), which stays valid until a poll or an action changes the runs.
-        """
+        """Move the clock to ``t``, crediting every running job its steps."""
         now, steps, changed = self.now, self.steps, self._changed
-        best: float | None = None
         for jid, r in self.runs.items():
             rate = r.rate
             if rate <= 0:
@@ -62,24 +60,15 @@ class SimRuntime:
             if t > start:
                 steps[jid] = min(r.total, steps[jid] + rate * (t - start))
                 changed.add(jid)
-            done = (pf if pf > t else t) + (r.total - steps[jid]) / rate
-            if best is None or done < best:
-                best = done
         self.now = t
-        self._next = (best,)
 
     def next_completion(self) -> float | None:
-        if self._next is not None:
-            return self._next[0]
-        best: float | None = None
-        now, steps = self.now, self.steps
-        for jid, r in self.runs.items():
-            if r.rate <= 0:
-                continue
-            t = max(now, r.productive_from) + (r.total - steps[jid]) / r.rate
-            if best is None or t < best:
-                best = t
-        return best
+        """The earliest predicted completion, cached until the runs change: a run's
+        finish time is fixed when its rate is set, so a clock move does not alter it."""
+        if self._next is None:
+            best = min((r.finish for r in self.runs.values()), default=math.inf)
+            self._next = (None if best == math.inf else best,)
+        return self._next[0]
 
     # ---------------------------------------------------------------- Runtime protocol
 
@@ -98,8 +87,9 @@ class SimRuntime:
             if jid in runs and steps[jid] >= runs[jid].total * (1 - _EPS) - _EPS
         )
         if progress:
-            finished = set(done)
-            events += [m.JobProgress(jid, steps[jid]) for jid in sorted(self._changed - finished)]
+            moved = self._changed.difference(done)
+            if moved:  # one batched report: the core folds it in any order
+                events.append(m.JobsProgress({jid: steps[jid] for jid in moved}))
             self._changed.clear()
         else:
             self._changed.difference_update(done)
@@ -146,3 +136,8 @@ class SimRuntime:
                 if pair is not None:
                     rate = pair[0]
             r.rate = rate
+            if rate > 0:
+                pf = r.productive_from
+                r.finish = (pf if pf > self.now else self.now) + (r.total - self.steps[jid]) / rate
+            else:
+                r.finish = math.inf

@@ -113,3 +113,28 @@ def test_node_down_requeues_its_jobs_elsewhere() -> None:
     acts = core.step(1.0, [m.NodeDown(first.nodes[0][0])])
     assert len(acts) == 1 and isinstance(acts[0], m.Launch)
     assert acts[0].assignment.nodes[0][0] != first.nodes[0][0]
+
+
+def test_batched_progress_folds_like_one_report_per_job() -> None:
+    """``JobsProgress`` (the simulator's batch) must leave every job exactly as the same
+    reports sent one ``JobProgress`` at a time would: monotone, capped at total steps,
+    and the minimum lease starts at the first step past launch."""
+    nodes = [m.Node("v", "v100", 2)]
+    specs = [job("a", 100, 1, tput={"v100": 1}), job("b", 50, 1, tput={"v100": 1})]
+    reports = [{"a": 10.0, "b": 60.0}, {"a": 5.0, "b": 20.0}, {"a": 30.0}]
+    cores = []
+    for batched in (True, False):
+        core = SchedulerCore(get_policy("fifo_nonpreemptive"), SpecThroughputs())
+        core.step(0.0, [m.NodeUp(n) for n in nodes] + [m.JobSubmitted(s.name, s) for s in specs])
+        for t, rep in enumerate(reports, start=1):
+            if batched:
+                events: list[m.Event] = [m.JobsProgress(rep)]
+            else:
+                events = [m.JobProgress(jid, steps) for jid, steps in rep.items()]
+            core.step(float(t), events)
+        cores.append(core)
+    batched_core, single_core = cores
+    assert batched_core.to_state() == single_core.to_state()
+    a, b = batched_core.jobs["a"], batched_core.jobs["b"]
+    assert (a.steps_done, b.steps_done) == (30.0, 50.0)  # monotone; b capped at its total
+    assert a.lease_from_s == 1.0 and b.lease_from_s == 1.0

@@ -123,7 +123,7 @@ def test_held_back_progress_arrives_later_and_completions_never_wait() -> None:
     rt.advance(50.0)
     assert rt.poll(progress=False) == [m.JobCompleted("b", 50.0)]
     rt.advance(60.0)
-    assert rt.poll() == [m.JobProgress("a", 60.0)]
+    assert rt.poll() == [m.JobsProgress({"a": 60.0})]
     assert rt.poll() == []
 
 
