@@ -12,6 +12,10 @@ Two modes:
 - ``calibrated``: each replica stands for one device: it computes the real output, then sleeps
   out a service time fitted (fixed + per-token) to the real expert's compute measured inside a
   replica process in the real mode. Labelled as such in the output.
+
+Beside each measured ratio the output carries the ideal one (``bottleneck.py``): the busiest
+replica's work under uniform counts over that under Lina's, from the gate's actual counts
+of the measured requests. ``bench_sweep.py`` runs this per seed on one cluster.
 """
 
 from __future__ import annotations
@@ -27,6 +31,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from moe_serving.bottleneck import ideal_report
 from moe_serving.model import MoEConfig, MoEModel
 from moe_serving.planner import Placement, plan_lina, replan
 from moe_serving.popularity import PathEstimator
@@ -125,6 +130,7 @@ def calibrate(setup: BenchSetup, sizes: tuple[int, ...] = (8, 32, 64, 128)) -> d
 
 
 def _pair(base: dict[str, Any], lina: dict[str, Any]) -> dict[str, Any]:
+    """Uniform and Lina side by side with their ratios (> 1 = Lina better)."""
     return {
         "uniform": base,
         "lina": lina,
@@ -147,66 +153,94 @@ LABELS = {
 }
 
 
-def run_bench(setup: BenchSetup, modes: list[str], num_cpus: int = 2) -> dict[str, Any]:
-    """The whole benchmark on a private local cluster; returns the JSON-able result.
+def bench_on_cluster(
+    lc: Any,
+    setup: BenchSetup,
+    modes: list[str],
+    calibration: dict[str, Any] | None = None,
+) -> dict[str, Any]:
+    """One workload (one seed) on a running local cluster; returns the JSON-able result.
 
     One deployment with uniform counts; every mode is measured on it; then the external
-    scaler switches to Lina's counts and every mode is measured again.
+    scaler switches to Lina's counts and every mode is measured again; the app is deleted at
+    the end so the next workload can deploy on the same cluster. ``calibration`` (the fitted
+    service time) is measured on this deployment when not given, so a sweep times the device
+    expert once and every seed runs with the same service time.
     """
     from ray import serve
 
     from moe_serving.app import APP_NAME, ServiceTime, build_app
-    from moe_serving.local_cluster import local_cluster
     from moe_serving.scaler import apply_counts
 
     cfg = setup.cfg
     model = MoEModel(cfg)
     plan = phase1_plan(model, setup)
     uniform = np.full((cfg.layers, cfg.experts), setup.replicas // cfg.experts, dtype=np.int64)
-    devices = setup.replicas * cfg.layers
     out: dict[str, Any] = {
         "setup": {**asdict(setup), "cfg": asdict(cfg)},
         "phase1_counts": plan.counts.tolist(),
         "uniform_counts": uniform.tolist(),
-        "host": {"cpus": os.cpu_count(), "ray_num_cpus": num_cpus, "fake_gpus": devices},
+        "host": {"cpus": os.cpu_count(), "fake_gpus": setup.replicas * cfg.layers},
     }
     reqs = request_stream(setup, setup.requests, setup.seed)
     warm = request_stream(setup, 2 * setup.concurrency, setup.seed + 1)
-    with local_cluster(num_cpus=num_cpus, num_gpus=devices) as lc:
-        t0 = time.perf_counter()
-        app = build_app(model, uniform, gpus_per_replica=1.0)
-        handle = serve.run(app, name=APP_NAME, external_scaler_enabled=True)
-        out["deploy_s"] = time.perf_counter() - t0
-        log.warning("deployed %d replicas in %.1f s", int(uniform.sum()), out["deploy_s"])
+    t0 = time.perf_counter()
+    handle = serve.run(
+        build_app(model, uniform, gpus_per_replica=1.0),
+        name=APP_NAME,
+        external_scaler_enabled=True,
+    )
+    out["deploy_s"] = time.perf_counter() - t0
+    log.warning(
+        "seed %d: deployed %d replicas in %.1f s", setup.seed, uniform.sum(), out["deploy_s"]
+    )
+    try:
         services: dict[str, ServiceTime | None] = {}
         if "real" in modes:
             services["real"] = None
         if "calibrated" in modes:
-            out["calibration"] = calibrate(setup)
+            out["calibration"] = calibration or calibrate(setup)
             c = out["calibration"]
             services["calibrated"] = ServiceTime(c["fixed_s"], c["per_token_s"])
 
-        def measure() -> dict[str, dict[str, Any]]:
-            res = {}
+        def measure(plan_name: str) -> tuple[dict[str, dict[str, Any]], Any]:
+            """Every mode on the current counts; the gate's counts of the measured requests."""
+            res, window = {}, None
             for mode, st in services.items():
                 handle.set_service.remote(st).result()
                 run_load(handle, warm, setup.concurrency)
+                handle.take_window.remote().result()  # drop the warm-up's counts
                 res[mode] = run_load(handle, reqs, setup.concurrency)
-                log.warning("%s: p95 %.0f ms", mode, res[mode]["p95_ms"])
-            return res
+                window = np.asarray(handle.take_window.remote().result(), dtype=np.float64)
+                log.warning(
+                    "seed %d %s %s: p50 %.0f ms, p95 %.0f ms",
+                    setup.seed,
+                    plan_name,
+                    mode,
+                    res[mode]["p50_ms"],
+                    res[mode]["p95_ms"],
+                )
+            return res, window
 
-        handle.take_window.remote().result()
-        base = measure()
-        actual = np.asarray(handle.take_window.remote().result(), dtype=np.float64)
+        base, actual = measure("uniform")
         lina_plan, layers = replan(plan, actual, threshold=0.1)  # phase 2 on the gate's counts
         t0 = time.perf_counter()
         apply_counts(lc.dashboard_url, uniform, lina_plan.counts)
         out["rescale_s"] = time.perf_counter() - t0
         out["lina_counts"] = lina_plan.counts.tolist()
         out["phase2_layers"] = layers
-        lina = measure()
-    for mode in services:
-        out[mode] = {"label": LABELS[mode], **_pair(base[mode], lina[mode])}
+        lina, _ = measure("lina")
+    finally:
+        serve.delete(APP_NAME)
+    for mode, st in services.items():
+        ideal = ideal_report(
+            actual,
+            uniform,
+            lina_plan.counts,
+            setup.requests,
+            None if st is None else (st.fixed_s, st.per_token_s),
+        )
+        out[mode] = {"label": LABELS[mode], **_pair(base[mode], lina[mode]), "ideal": ideal}
     return out
 
 

@@ -99,6 +99,12 @@ def add_bench_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--device-hidden", type=int, default=14336, help="its FFN hidden width")
     p.add_argument("--json", default="benchmarks/results/moe_serving.json")
     p.add_argument("--num-cpus", type=int, default=2)
+    p.add_argument(
+        "--seeds",
+        default=None,
+        help="comma-separated model/traffic seeds, e.g. 0,1,2: one run each on one cluster, "
+        "plus min/median of the ratios (overrides --seed)",
+    )
 
 
 def register(subparsers: Any) -> None:
@@ -147,24 +153,54 @@ if __name__ == "__main__":
     sys.exit(main())
 
 
-def bench_main(args: argparse.Namespace) -> int:
-    """`lyra moe bench`: run, print a summary, write JSON."""
-    if args.replicas < args.experts or args.replicas % args.experts:
-        print("lyra moe: error: --replicas must be a multiple of --experts (uniform baseline)")
-        return 2
-    modes = ["real", "calibrated"] if args.mode == "both" else [args.mode]
-    from moe_serving.bench import run_bench, setup_from_args
+def _seeds(text: str | None) -> list[int] | None:
+    """``--seeds 0,1,2`` -> [0, 1, 2]; None when the flag is absent."""
+    if text is None:
+        return None
+    try:
+        seeds = [int(x) for x in text.split(",") if x.strip()]
+    except ValueError:
+        seeds = []
+    return seeds
 
-    res = run_bench(setup_from_args(args), modes, args.num_cpus)
+
+def _summary_line(mode: str, r: dict[str, Any]) -> str:
+    ideal = r["ideal"].get("service", r["ideal"]["tokens"])["overall"]
+    return (
+        f"{mode:>10}: p50 {r['uniform']['p50_ms']:.0f} -> {r['lina']['p50_ms']:.0f} ms "
+        f"({r['p50_speedup']:.2f}x), p95 {r['uniform']['p95_ms']:.0f} -> "
+        f"{r['lina']['p95_ms']:.0f} ms ({r['p95_speedup']:.2f}x), "
+        f"tokens/s x{r['throughput_ratio']:.2f}; ideal {ideal:.2f}x"
+    )
+
+
+def bench_main(args: argparse.Namespace) -> int:
+    """`lyra moe bench`: one seed, or a ``--seeds`` sweep on one cluster; print, write JSON."""
+    if args.replicas < args.experts or args.replicas % args.experts:
+        return _fail("--replicas must be a multiple of --experts (uniform baseline)")
+    seeds = _seeds(args.seeds)
+    if seeds is not None and not seeds:
+        return _fail(f"--seeds: expected comma-separated integers, got {args.seeds!r}")
+    modes = ["real", "calibrated"] if args.mode == "both" else [args.mode]
+    from moe_serving.bench import setup_from_args
+    from moe_serving.bench_sweep import run_sweep, seed_setups
+
+    setup = setup_from_args(args)
+    sweep = run_sweep(seed_setups(setup, seeds or [setup.seed]), modes, args.num_cpus)
+    res = sweep if seeds is not None else sweep["runs"][0]
     Path(args.json).parent.mkdir(parents=True, exist_ok=True)
     Path(args.json).write_text(json.dumps(res, indent=2))
-    for m in modes:
-        r = res[m]
-        print(
-            f"{m:>10}: p50 {r['uniform']['p50_ms']:.0f} -> {r['lina']['p50_ms']:.0f} ms "
-            f"({r['p50_speedup']:.2f}x), p95 {r['uniform']['p95_ms']:.0f} -> "
-            f"{r['lina']['p95_ms']:.0f} ms ({r['p95_speedup']:.2f}x), "
-            f"tokens/s x{r['throughput_ratio']:.2f}"
-        )
+    for run in sweep["runs"]:
+        for m in modes:
+            print(f"seed {run['setup']['seed']} " + _summary_line(m, run[m]))
+    if seeds is not None:
+        for m in modes:
+            summ = sweep["summary"][m]
+            print(
+                f"{m:>10} over seeds {seeds}: "
+                + ", ".join(
+                    f"{k} min {v['min']:.2f} median {v['median']:.2f}" for k, v in summ.items()
+                )
+            )
     print(f"wrote {args.json}")
     return 0

@@ -1,0 +1,74 @@
+"""The serving benchmark over several workloads (model seeds) on one local cluster.
+
+WHY a sweep: one seed is one draw of the model's routing, and the gain Lina can get is bounded
+by how skewed that draw's realised routing is (``bottleneck.py``). A claim about the method
+needs min and median over draws, each with its ideal ratio beside the measured one. One
+cluster serves every seed (each seed deploys its app and deletes it): a cluster start costs
+~10-15 s and ~1 GB here.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from dataclasses import replace
+from typing import Any
+
+import numpy as np
+
+from moe_serving.bench import BenchSetup, bench_on_cluster
+
+log = logging.getLogger(__name__)
+
+RATIOS = ("p50_speedup", "p95_speedup", "throughput_ratio")
+
+
+def seed_setups(setup: BenchSetup, seeds: list[int]) -> list[BenchSetup]:
+    """The same benchmark with the model and the traffic drawn from each seed."""
+    return [replace(setup, seed=s, cfg=replace(setup.cfg, seed=s)) for s in seeds]
+
+
+def summarise(runs: list[dict[str, Any]], modes: list[str]) -> dict[str, Any]:
+    """Per mode: min and median over runs of each measured ratio and of the ideal ratios."""
+    out: dict[str, Any] = {}
+    for mode in modes:
+        rows = [r[mode] for r in runs]
+        cols: dict[str, list[float]] = {k: [row[k] for row in rows] for k in RATIOS}
+        cols["ideal_tokens"] = [row["ideal"]["tokens"]["overall"] for row in rows]
+        if all("service" in row["ideal"] for row in rows):
+            cols["ideal_service"] = [row["ideal"]["service"]["overall"] for row in rows]
+        out[mode] = {
+            k: {"min": float(np.min(v)), "median": float(np.median(v)), "values": v}
+            for k, v in cols.items()
+        }
+    return out
+
+
+def run_sweep(setups: list[BenchSetup], modes: list[str], num_cpus: int = 2) -> dict[str, Any]:
+    """Every setup on one private local cluster; results per run plus the summary."""
+    from moe_serving.local_cluster import local_cluster
+
+    devices = max(s.replicas * s.cfg.layers for s in setups)
+    runs: list[dict[str, Any]] = []
+    calibration: dict[str, Any] | None = None
+    t0 = time.perf_counter()
+    with local_cluster(num_cpus=num_cpus, num_gpus=devices) as lc:
+        for i, setup in enumerate(setups):
+            log.warning(
+                "run %d/%d (seed %d) starts at %.0f s",
+                i + 1,
+                len(setups),
+                setup.seed,
+                time.perf_counter() - t0,
+            )
+            res = bench_on_cluster(lc, setup, modes, calibration)
+            res["host"]["ray_num_cpus"] = num_cpus
+            calibration = res.get("calibration", calibration)
+            runs.append(res)
+    return {
+        "seeds": [s.seed for s in setups],
+        "modes": modes,
+        "wall_s": time.perf_counter() - t0,
+        "summary": summarise(runs, modes),
+        "runs": runs,
+    }

@@ -1,0 +1,84 @@
+"""The ideal speed-up of one replica plan over another, from the gate's actual counts.
+
+WHY: a measured p95 ratio mixes the plan's quality with everything else (Serve's router,
+queueing, the host). The ideal ratio is what the plans alone allow: with every replica a
+device working in parallel, a window of traffic finishes when its busiest replica does, so
+the ratio of the busiest replica's work under the two plans bounds the throughput gain (and,
+under load, the tail latency gain). Reporting it beside the measured ratio tells a weak
+workload (little skew to exploit) apart from a weak system.
+
+Two versions:
+- ``tokens``: a replica carries ``tokens[e] / replicas[e]`` (the planner's own objective).
+- ``service``: a replica's calibrated device time over the window, ``requests * fixed_s +
+  per_token_s * tokens[e] / replicas[e]``: each request calls each replica of each expert it
+  routes to once (the ingress splits an expert's tokens over all its replicas), so the fixed
+  per-call cost is the same under both plans and dilutes the gain.
+
+Pure numpy: no Ray, no clock.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+Loads = npt.NDArray[np.float64]
+Ints = npt.NDArray[np.int64]
+
+
+def replica_work(
+    tokens: Loads,
+    replicas: Ints,
+    requests: int = 0,
+    fixed_s: float = 0.0,
+    per_token_s: float = 1.0,
+) -> Loads:
+    """Work per replica of each expert [L, E] (tokens, or seconds with a service time)."""
+    if tokens.shape != replicas.shape or replicas.min() < 1:
+        raise ValueError("tokens and replicas must have the same shape, replicas >= 1")
+    called = tokens > 0  # an expert nobody routed to is never called
+    out: Loads = per_token_s * tokens / replicas + np.where(called, requests * fixed_s, 0.0)
+    return out
+
+
+def ideal_ratio(
+    tokens: Loads,
+    base: Ints,
+    plan: Ints,
+    requests: int = 0,
+    fixed_s: float = 0.0,
+    per_token_s: float = 1.0,
+) -> dict[str, Any]:
+    """Busiest-replica work under ``base`` divided by that under ``plan``: per layer and overall.
+
+    ``overall`` takes the busiest replica over all layers (every replica is its own device,
+    so all layers' replicas work at once under load).
+    """
+    wb = replica_work(tokens, base, requests, fixed_s, per_token_s).max(1)
+    wp = replica_work(tokens, plan, requests, fixed_s, per_token_s).max(1)
+    return {
+        "per_layer": (wb / wp).tolist(),
+        "overall": float(wb.max() / wp.max()),
+        "busiest_base": wb.tolist(),
+        "busiest_plan": wp.tolist(),
+    }
+
+
+def ideal_report(
+    tokens: Loads,
+    base: Ints,
+    plan: Ints,
+    requests: int,
+    service: tuple[float, float] | None = None,
+) -> dict[str, Any]:
+    """Both versions of the ideal ratio for one measured window (``service`` = fixed, per-token)."""
+    out: dict[str, Any] = {
+        "window_tokens": tokens.tolist(),
+        "window_requests": requests,
+        "tokens": ideal_ratio(tokens, base, plan),
+    }
+    if service is not None:
+        out["service"] = ideal_ratio(tokens, base, plan, requests, *service)
+    return out
