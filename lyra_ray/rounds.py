@@ -34,6 +34,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from lyra_ray.model import (
+    PAIR_SEP,
     Allocation,
     Assignment,
     ClusterSnapshot,
@@ -283,17 +284,22 @@ class RoundMechanism:
         types = set(self._worker_time)
         for per in allocation.fractions.values():
             types.update(per)
-        keys = set(self._job_time) | set(self._alloc_ref)
-        for key in keys:
-            per_def = self._deficits.setdefault(key, {})
+        job_time, ref, deficits = self._job_time, self._alloc_ref, self._deficits
+        for key in set(job_time) | set(ref):
+            per_def = deficits.get(key)
+            if per_def is None:
+                per_def = deficits[key] = {}
+            got_row, ref_row = job_time.get(key, _EMPTY), ref.get(key, _EMPTY)
             for gt in types:
-                got = self._job_time.get(key, {}).get(gt)
+                got = got_row.get(gt)
                 received = 0.0 if got is None else got - half
-                should = self._alloc_ref.get(key, {}).get(gt, 0.0) * elapsed
+                should = ref_row.get(gt, 0.0) * elapsed
                 per_def[gt] = per_def.get(gt, 0.0) + should - received
         live = set(active)
         self._deficits = {
-            k: v for k, v in self._deficits.items() if all(m in live for m in split_pair(k))
+            k: v
+            for k, v in deficits.items()
+            if (k in live if PAIR_SEP not in k else all(m in live for m in split_pair(k)))
         }
         new_keys = set(active) | {
             k for k in allocation.fractions if all(m in live for m in split_pair(k))

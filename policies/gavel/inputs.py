@@ -57,13 +57,18 @@ def build_problem(snap: ClusterSnapshot, agnostic: bool = False) -> Problem:
     types = tuple(sorted(t for t, c in gpus.items() if c > 0))
     jobs = snap.active_jobs
     n, k = len(jobs), len(types)
-    vals: list[float] = []  # one array at the end: numpy item writes cost ~0.1 us each
-    for job in jobs:
-        row = job.throughput  # the core's cached steps/s per type, when complete
-        for gt in types:
-            v = row[gt] if gt in row else snap.throughput(job, gt)
-            vals.append(max(0.0, v))
-    T = np.array(vals, dtype=np.float64).reshape(n, k)
+    # One array at the end (numpy item writes cost ~0.1 us each), from the core's cached
+    # steps/s rows; a job whose row lacks a type asks the throughput model.
+    try:
+        vals = [job.throughput[gt] for job in jobs for gt in types]
+    except KeyError:
+        vals = [
+            row[gt] if gt in row else snap.throughput(job, gt)
+            for job in jobs
+            for row in (job.throughput,)
+            for gt in types
+        ]
+    T = np.maximum(np.array(vals, dtype=np.float64).reshape(n, k), 0.0)
     sf = np.array([float(max(1, j.spec.min_workers)) for j in jobs]).reshape(n)
     w = np.array([float(j.spec.priority_weight) for j in jobs]).reshape(n)
     w = np.where(w > 0, w, 1.0)

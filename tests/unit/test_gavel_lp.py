@@ -151,6 +151,19 @@ def test_las_falls_back_to_highs_when_ecos_fails(monkeypatch: pytest.MonkeyPatch
     assert _close(level, expect)
 
 
+def test_ecos_c_entry_answers_as_the_public_call(monkeypatch: pytest.MonkeyPatch) -> None:
+    from policies.gavel import ecos_las
+    from policies.gavel.synthetic import random_snapshot
+
+    p = build_problem(random_snapshot(30, seed=2))
+    coef = las_coefficients(p, agnostic=False)
+    direct = ecos_las.solve_las_ecos(coef, p.sf, p.capacity, p.runnable)
+    monkeypatch.setattr(ecos_las, "_csolve", None)
+    public = ecos_las.solve_las_ecos(coef, p.sf, p.capacity, p.runnable)
+    assert np.array_equal(direct[0], public[0]) and direct[1] == public[1]
+    assert np.array_equal(direct[2], public[2])
+
+
 def test_solve_time_is_not_asserted_but_large_instances_solve() -> None:
     from policies.gavel.synthetic import random_snapshot
 
