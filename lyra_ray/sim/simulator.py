@@ -23,6 +23,9 @@ from policies.base import Policy
 
 log = logging.getLogger(__name__)
 
+_QUIET = (m.JobsProgress, m.JobProgress, m.Tick)
+"""Events that change no usage sample (busy, lent, serving, queued, running) by themselves."""
+
 
 @dataclass
 class SimResult:
@@ -108,7 +111,8 @@ class Simulator:
                 events.append(m.Tick())
             actions = core.step(t, events)
             rt.apply(actions)
-            recorder.record(t, core)
+            if actions or any(not isinstance(e, _QUIET) for e in events):
+                recorder.record(t, core)  # else the usage sample would repeat the last one
             done += sum(1 for e in events if isinstance(e, m.JobCompleted))
             if next_tick is None and core.allocation.fractions and core.active():
                 next_tick = t + self.round_s  # only round-based allocations need rounds
