@@ -34,7 +34,7 @@ import numpy.typing as npt
 from moe_serving.bottleneck import ideal_report
 from moe_serving.model import MoEConfig, MoEModel
 from moe_serving.planner import Placement, plan_lina, replan
-from moe_serving.popularity import PathEstimator
+from moe_serving.popularity import PathEstimator, load_counts
 from moe_serving.workload import sample_batch
 
 log = logging.getLogger(__name__)
@@ -232,6 +232,10 @@ def bench_on_cluster(
         lina, _ = measure("lina")
     finally:
         serve.delete(APP_NAME)
+    # per-request counts from the in-process gate (the served gate's, by the equality test)
+    per_request = np.stack(
+        [load_counts(model.run(_tensor(t))[1].numpy(), cfg.experts) for t in reqs]
+    )
     for mode, st in services.items():
         ideal = ideal_report(
             actual,
@@ -239,6 +243,7 @@ def bench_on_cluster(
             lina_plan.counts,
             setup.requests,
             None if st is None else (st.fixed_s, st.per_token_s),
+            per_request,
         )
         out[mode] = {"label": LABELS[mode], **_pair(base[mode], lina[mode]), "ideal": ideal}
     return out

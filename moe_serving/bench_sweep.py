@@ -37,6 +37,9 @@ def summarise(runs: list[dict[str, Any]], modes: list[str]) -> dict[str, Any]:
         cols["ideal_tokens"] = [row["ideal"]["tokens"]["overall"] for row in rows]
         if all("service" in row["ideal"] for row in rows):
             cols["ideal_service"] = [row["ideal"]["service"]["overall"] for row in rows]
+        if all("unloaded_request" in row["ideal"] for row in rows):
+            for q in ("p50", "p95"):
+                cols[f"ideal_request_{q}"] = [row["ideal"]["unloaded_request"][q] for row in rows]
         out[mode] = {
             k: {"min": float(np.min(v)), "median": float(np.median(v)), "values": v}
             for k, v in cols.items()

@@ -14,6 +14,12 @@ Two versions:
   routes to once (the ingress splits an expert's tokens over all its replicas), so the fixed
   per-call cost is the same under both plans and dilutes the gain.
 
+A third, per request (``request_ideal``): a request's latency on idle devices is, layer after
+layer, its slowest chunk. Traffic whose mix varies request to request (the benchmark's
+Dirichlet mixes) sends some requests mostly to experts that Lina gave one replica, because
+their *average* share is small; those requests set the tail, so the p95 gain can be well
+below the window's ratio even though the throughput gain is not.
+
 Pure numpy: no Ray, no clock.
 """
 
@@ -66,14 +72,49 @@ def ideal_ratio(
     }
 
 
+def request_times(
+    per_request: Loads, replicas: Ints, fixed_s: float = 0.0, per_token_s: float = 1.0
+) -> Loads:
+    """Unloaded latency of each request [R] from its counts [R, L, E]: sum over layers of the
+    slowest chunk (the ingress splits ``n`` tokens over ``replicas`` chunks, the largest has
+    ``ceil(n / replicas)``; an expert with no tokens is not called)."""
+    chunk = np.ceil(per_request / replicas[None])
+    t = np.where(per_request > 0, fixed_s + per_token_s * chunk, 0.0)
+    out: Loads = t.max(2).sum(1)
+    return out
+
+
+def request_ideal(
+    per_request: Loads,
+    base: Ints,
+    plan: Ints,
+    fixed_s: float = 0.0,
+    per_token_s: float = 1.0,
+) -> dict[str, Any]:
+    """p50 / p95 / mean of the unloaded per-request latency: base over plan, and both."""
+    tb = request_times(per_request, base, fixed_s, per_token_s)
+    tp = request_times(per_request, plan, fixed_s, per_token_s)
+    out: dict[str, Any] = {}
+    for q in (50, 95):
+        b, p = float(np.percentile(tb, q)), float(np.percentile(tp, q))
+        out[f"p{q}"], out[f"p{q}_base"], out[f"p{q}_plan"] = b / p, b, p
+    out["mean"] = float(tb.mean() / tp.mean())
+    return out
+
+
 def ideal_report(
     tokens: Loads,
     base: Ints,
     plan: Ints,
     requests: int,
     service: tuple[float, float] | None = None,
+    per_request: Loads | None = None,
 ) -> dict[str, Any]:
-    """Both versions of the ideal ratio for one measured window (``service`` = fixed, per-token)."""
+    """The ideal ratios for one measured window (``service`` = fixed, per-token seconds).
+
+    ``per_request`` [R, L, E] adds the unloaded per-request version (in service seconds when
+    ``service`` is given, else in tokens).
+    """
     out: dict[str, Any] = {
         "window_tokens": tokens.tolist(),
         "window_requests": requests,
@@ -81,4 +122,6 @@ def ideal_report(
     }
     if service is not None:
         out["service"] = ideal_ratio(tokens, base, plan, requests, *service)
+    if per_request is not None:
+        out["unloaded_request"] = request_ideal(per_request, base, plan, *(service or (0.0, 1.0)))
     return out
