@@ -149,10 +149,6 @@ def main(argv: list[str] | None = None) -> int:
     return rc
 
 
-if __name__ == "__main__":
-    sys.exit(main())
-
-
 def _seeds(text: str | None) -> list[int] | None:
     """``--seeds 0,1,2`` -> [0, 1, 2]; None when the flag is absent."""
     if text is None:
@@ -204,3 +200,7 @@ def bench_main(args: argparse.Namespace) -> int:
             )
     print(f"wrote {args.json}")
     return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
