@@ -7,7 +7,7 @@ constant is the baseline the ratio is taken against, since Gavel's code is not s
 The host is shared, so each entry also records the process's CPU seconds and the 1-minute
 load average around the run: compare wall times only at similar load. Gavel's 64 s
 were timed on the host of an earlier session, which ran this benchmark ~1.6x faster
-than the host of 23 Nov 2026 (the same commit: 10.1 s there, 16.3 s here); the
+than the host of 23 Nov 2026 (the same commit: 10.1 s there, 16.2 s here); the
 ``[ipm-interior]`` entry replays the same trace with HiGHS's barrier for the LAS LP in
 the same process, as a baseline that moves with the host.
 """
