@@ -35,7 +35,7 @@ test-unit: $(STAMP)
 lint: $(STAMP)
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check lyra_ray/model.py lyra_ray/core.py lyra_ray/sim policies placement
-	$(VENV)/bin/mypy lyra_ray/model.py lyra_ray/core.py lyra_ray/state.py lyra_ray/diff.py lyra_ray/interfaces.py lyra_ray/round_greedy.py lyra_ray/sim lyra_ray/runtime policies placement
+	$(VENV)/bin/mypy lyra_ray/model.py lyra_ray/core.py lyra_ray/state.py lyra_ray/diff.py lyra_ray/interfaces.py lyra_ray/round_greedy.py lyra_ray/type_order.py lyra_ray/sim lyra_ray/runtime policies placement
 
 bench: $(STAMP)
 	@for b in benchmarks/*.py; do echo "== $$b"; $(PY) $$b || exit 1; done

@@ -8,7 +8,7 @@ mechanism's bookkeeping so that each file stays one concept.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from operator import itemgetter
 
 from lyra_ray.model import (
@@ -34,32 +34,6 @@ def active_by_id(snap: ClusterSnapshot) -> dict[JobId, JobView]:
     """``snap.active_jobs`` by id; identity tests, as hashing an enum member runs Python."""
     a, b, c = _DONE
     return {j.id: j for j in snap.jobs if not (j.status is a or j.status is b or j.status is c)}
-
-
-Speeds = tuple[tuple[GpuType, float], ...]
-
-
-def relative_speeds(row: Row) -> Speeds:
-    """A job's throughput on each type relative to its best type (empty if it runs nowhere)."""
-    best = max(row.values(), default=0.0)
-    if best <= 0:
-        return ()
-    return tuple((g, v / best) for g, v in row.items())
-
-
-def order_by_speed(speeds: Iterable[Speeds], gpus: Mapping[GpuType, int]) -> list[GpuType]:
-    """GPU types with GPUs, fastest first, from every job's :func:`relative_speeds`."""
-    speed = dict.fromkeys(gpus, 0.0)
-    for per_job in speeds:
-        for g, v in per_job:
-            speed[g] += v
-    return sorted((g for g, c in gpus.items() if c > 0), key=lambda g: (-speed[g], g))
-
-
-def fastest_first(rows: Iterable[Row], gpus: Mapping[GpuType, int]) -> list[GpuType]:
-    """GPU types with GPUs, fastest first: a type's speed is the sum over jobs of its
-    throughput there relative to the job's best type (Gavel hard-codes v100, p100, k80)."""
-    return order_by_speed(map(relative_speeds, rows), gpus)
 
 
 def pair_runnable(snap: ClusterSnapshot, a: JobView, b: JobView, gt: GpuType) -> bool:

@@ -48,14 +48,12 @@ from lyra_ray.model import (
 from lyra_ray.round_greedy import (
     EntryRow,
     Row,
-    Speeds,
     active_by_id,
     greedy,
-    order_by_speed,
     pair_runnable,
     rank,
-    relative_speeds,
 )
+from lyra_ray.type_order import TypeOrder
 
 _EMPTY: dict[GpuType, float] = {}
 
@@ -85,10 +83,7 @@ class RoundMechanism:
     _last_reset: float | None = None
     _rounds: int = 0
     _thr: dict[JobId, Row] = field(default_factory=dict, repr=False)
-    _order_cache: tuple[tuple[frozenset[JobId], object], list[GpuType]] | None = field(
-        default=None, repr=False
-    )
-    _speed_cache: dict[JobId, tuple[Row, Speeds]] = field(default_factory=dict, repr=False)
+    _type_orders: TypeOrder = field(default_factory=TypeOrder, repr=False)
     _run_cache: dict[str, tuple[tuple[Row, ...], set[GpuType]]] = field(
         default_factory=dict, repr=False
     )
@@ -328,35 +323,12 @@ class RoundMechanism:
         return keys
 
     def _type_order(self, gpus: Mapping[GpuType, int]) -> list[GpuType]:
-        """Fastest type first (Gavel hard-codes v100, p100, k80), optionally shuffled.
-
-        Speed of a type = sum over active jobs of its throughput there relative to the
-        job's best type; recomputed only when the set of jobs changes.
-        """
-        c = self._order_cache
-        # The GPU counts are one cached dict per node set (``_gpus``), so identity
-        # stands for their equality; the job set is compared as keys, in C.
-        if c is None or c[0][1] is not gpus or self._thr.keys() != c[0][0]:
-            c = ((frozenset(self._thr), gpus), order_by_speed(self._speeds(), gpus))
-            self._order_cache = c
-        order = list(c[1])
+        """Fastest type first (:mod:`lyra_ray.type_order`), shuffled each round for the
+        policies that ask for it (Gavel's agnostic ones)."""
+        order = self._type_orders.order(self._thr, gpus)
         if self.shuffle_types:
             random.Random(self.seed * 1_000_003 + self._rounds).shuffle(order)
         return order
-
-    def _speeds(self) -> list[Speeds]:
-        """Every active job's :func:`relative_speeds`, reused while its row is the same
-        object: the job set changes at most arrivals and completions, its rows rarely."""
-        cache = self._speed_cache
-        fresh: dict[JobId, tuple[Row, Speeds]] = {}
-        out: list[Speeds] = []
-        for jid, row in self._thr.items():
-            hit = cache.get(jid)
-            sp = hit[1] if hit is not None and hit[0] is row else relative_speeds(row)
-            fresh[jid] = (row, sp)
-            out.append(sp)
-        self._speed_cache = fresh
-        return out
 
     def _entry_rows(self, snap: ClusterSnapshot, active: Mapping[JobId, JobView]) -> list[EntryRow]:
         """Per candidate: (key, runnable types, X row, time row, deficit row)."""

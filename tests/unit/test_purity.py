@@ -9,6 +9,7 @@ PURE = [
     "lyra_ray.diff",
     "lyra_ray.interfaces",
     "lyra_ray.round_greedy",
+    "lyra_ray.type_order",
     "lyra_ray.state",
     "lyra_ray.spec",
     "lyra_ray.throughput",

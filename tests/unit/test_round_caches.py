@@ -17,6 +17,7 @@ from lyra_ray import model as m
 from lyra_ray.rounds import RoundMechanism
 from lyra_ray.sim.simulator import Simulator
 from lyra_ray.throughput import SpecThroughputs
+from lyra_ray.type_order import TypeOrder
 from policies.base import get_policy
 from tests.builders import job
 
@@ -34,7 +35,7 @@ def _run(
 
         def fresh(*args: Any, **kw: Any) -> dict[m.JobId, m.Assignment]:
             rounds._entry_cache = None
-            rounds._order_cache = None
+            rounds._type_orders = TypeOrder()
             return assign(*args, **kw)
 
         rounds.assign = fresh  # type: ignore[method-assign]
