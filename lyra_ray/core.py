@@ -200,24 +200,12 @@ class SchedulerCore:
             if isinstance(ev, m.Tick):
                 tick = True
             elif isinstance(ev, m.JobsProgress):
-                active, now = self._active, self.now
                 for jid, steps in ev.steps_done.items():
-                    j = active.get(jid)  # the jobs not yet terminal
-                    if j is not None:
-                        done = j.steps_done
-                        if steps > done:
-                            total = j.spec.total_steps
-                            j.steps_done = done = steps if steps < total else total
-                        if j.lease_from_s is None and done > j.launch_steps:
-                            j.lease_from_s = now
+                    self._progress(jid, steps)
             elif isinstance(ev, m.JobProgress):
-                j = self._active.get(ev.job_id)  # the jobs not yet terminal
-                if j is not None:
-                    j.steps_done = min(j.spec.total_steps, max(j.steps_done, ev.steps_done))
-                    if j.lease_from_s is None and j.steps_done > j.launch_steps:
-                        j.lease_from_s = self.now
-                    if ev.steps_per_s is not None:
-                        self._observe(j, ev.steps_per_s)
+                j = self._progress(ev.job_id, ev.steps_done)
+                if j is not None and ev.steps_per_s is not None:
+                    self._observe(j, ev.steps_per_s)
             elif isinstance(ev, m.JobSubmitted):
                 if ev.job_id in self.jobs:
                     raise ValueError(f"job id {ev.job_id!r} submitted twice")
@@ -254,6 +242,19 @@ class SchedulerCore:
                 self.serving_demand = ev.servers
                 self._dirty = True
         return tick
+
+    def _progress(self, job_id: JobId, steps: float) -> JobState | None:
+        """Fold an absolute step count (monotone, capped at the total) into a job not yet
+        terminal; its minimum lease starts at its first step past launch."""
+        j = self._active.get(job_id)
+        if j is None:
+            return None
+        if steps > j.steps_done:
+            total = j.spec.total_steps
+            j.steps_done = steps if steps < total else total
+        if j.lease_from_s is None and j.steps_done > j.launch_steps:
+            j.lease_from_s = self.now
+        return j
 
     def _observe(self, j: JobState, steps_per_s: float | None) -> None:
         observe = getattr(self.throughputs, "observe", None)

@@ -66,14 +66,13 @@ def solve_las(
     active: NDArray[np.bool_] = np.asarray(p.runnable.any(axis=1))
     if not active.any():
         return np.zeros((p.n, p.k)), 0.0
-    if method == ECOS and not pareto:
-        try:
-            X, level, _ = solve_las_ecos(coef, p.sf, p.capacity, p.runnable)
-            return X, level
-        except EcosFailed as e:  # HiGHS's barrier answers the same LP (another interior point)
-            log.warning("LAS LP: %s; solving it with HiGHS instead", e)
-            method = "ipm-interior"
     if method == ECOS:
+        if not pareto:
+            try:
+                X, level, _ = solve_las_ecos(coef, p.sf, p.capacity, p.runnable)
+                return X, level
+            except EcosFailed as e:  # HiGHS's barrier: the same LP, another interior point
+                log.warning("LAS LP: %s; solving it with HiGHS instead", e)
         method = "ipm-interior"
     if not pareto:  # the same LP without scipy's per-matrix overhead
         res = max_min_jobs(coef, p.sf, p.capacity, ub, active, method=method)
@@ -110,7 +109,7 @@ class MaxMinFairnessPerf:
     interior point, ~3x slower on a simulation's small LPs), or ``WARM``: one live HiGHS
     model re-solved by warm dual simplex, which returns an optimal *vertex* that depends
     on the history of the model (JCTs move by ~1 %). Fidelity runs
-    (``max_min_fairness.trace``, Gavel 19,989 / 14,623 s): ecos 19,757 / 14,578 s,
+    (``max_min_fairness.trace``, Gavel 19,989 / 14,623 s): ecos 19,920 / 14,948 s,
     ipm-interior 19,679 / 14,574 s."""
 
     def allocate(self, snap: ClusterSnapshot) -> Allocation:
