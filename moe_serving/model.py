@@ -278,9 +278,7 @@ class MoEModel(nn.Module):
             xn = self._block(layer).ln2(h).reshape(-1, self.cfg.dim)
             logits = xn @ gate.weight.T
             gate.bias.copy_(fit_bias(logits, gate.bias, zipf_target(gate.bias, k), k))
-            xn, idx, w = self.route(layer, h)
-            ds = self.dispatch(idx, w)
-            h = self.combine(h, ds, [self.expert_forward(layer, d.expert, xn[d.rows]) for d in ds])
+            h, _ = self._mixture(layer, h, self.expert_forward)
 
     def _block(self, layer: int) -> MoELayer:
         blk = self.layers[layer]
@@ -343,9 +341,12 @@ class MoEModel(nn.Module):
         h = self.embed(tokens)
         routes = []
         for layer in range(self.cfg.layers):
-            h = self.attend(layer, h)
-            xn, idx, w = self.route(layer, h)
+            h, idx = self._mixture(layer, self.attend(layer, h), fn)
             routes.append(idx)
-            ds = self.dispatch(idx, w)
-            h = self.combine(h, ds, [fn(layer, d.expert, xn[d.rows]) for d in ds])
         return self.finish(h), torch.stack(routes)
+
+    def _mixture(self, layer: int, h: Tensor, fn: ExpertFn) -> tuple[Tensor, Tensor]:
+        """Route, run the chosen experts through ``fn`` and combine: (new h, chosen experts)."""
+        xn, idx, w = self.route(layer, h)
+        ds = self.dispatch(idx, w)
+        return self.combine(h, ds, [fn(layer, d.expert, xn[d.rows]) for d in ds]), idx
