@@ -7,6 +7,12 @@ into as many chunks as the expert has replicas (so a popular expert's batch is s
 replicas, as Lina does), awaits all calls of a layer together, and combines. A Serve handle
 call costs milliseconds here, so tokens travel in batches, never one by one.
 
+With borrowing on (Lina's per-batch side, ``dynamic.py``), a request whose own mix needs more
+chunks of an expert than it has replicas sends the extra chunks to replicas of experts the
+request leaves idle. Such a replica fetches the borrowed expert's parameters from the object
+store (the ingress put them there) unless it still holds them from an earlier borrow; in the
+calibrated mode the fetch costs the measured transfer time of a device-sized expert.
+
 Re-planning changes only replica counts, through Serve's external scaler (``scaler.py``), so
 replicas of experts whose count does not drop keep running.
 """
@@ -16,7 +22,8 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from dataclasses import dataclass
+from collections import OrderedDict
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -25,6 +32,7 @@ from ray import serve
 from ray.serve.handle import DeploymentHandle
 from ray.util import metrics
 
+from moe_serving.dynamic import chunk_hosts, static_hosts
 from moe_serving.experts import ExpertWeights, expert_ffn
 from moe_serving.model import MoEConfig, MoEModel
 
@@ -49,28 +57,84 @@ class ServiceTime:
 
     fixed_s: float
     per_token_s: float
+    transfer_s: float = 0.0  # fetching a borrowed expert's parameters
 
-    def seconds(self, tokens: int) -> float:
-        return self.fixed_s + self.per_token_s * tokens
+    def seconds(self, tokens: int, fetched: bool = False) -> float:
+        return self.fixed_s + self.per_token_s * tokens + (self.transfer_s if fetched else 0.0)
+
+
+@dataclass(frozen=True)
+class Borrow:
+    """Run another expert of the layer: its id and its parameters in the object store.
+
+    The reference sits inside a list so that Ray hands it over unresolved: a replica that
+    still holds the expert never fetches it.
+    """
+
+    expert: int
+    weights: list[Any] = field(hash=False)
 
 
 @serve.deployment(max_ongoing_requests=1, ray_actor_options={"num_cpus": 0})
 class ExpertReplica:
-    """One replica of one expert FFN (numpy; no torch in these processes)."""
+    """One replica of one expert FFN (numpy; no torch in these processes).
 
-    def __init__(self, weights: ExpertWeights) -> None:
+    It also runs borrowed chunks of the layer's other experts and keeps the last ``spare``
+    borrowed experts' parameters, as a device keeps a replica it was lent until it needs
+    the memory.
+    """
+
+    def __init__(self, weights: ExpertWeights, spare: int = 1) -> None:
         self.w = weights
+        self.spare = spare
+        self.borrowed: OrderedDict[int, ExpertWeights] = OrderedDict()
+
+    def _weights(self, borrow: Borrow | None) -> tuple[ExpertWeights, bool]:
+        """The parameters to run, and whether they had to be fetched."""
+        if borrow is None:
+            return self.w, False
+        if borrow.expert in self.borrowed:
+            self.borrowed.move_to_end(borrow.expert)
+            return self.borrowed[borrow.expert], False
+        import ray
+
+        w: ExpertWeights = ray.get(borrow.weights[0])
+        self.borrowed[borrow.expert] = w
+        while len(self.borrowed) > self.spare:
+            self.borrowed.popitem(last=False)
+        return w, True
 
     def __call__(
-        self, x: npt.NDArray[np.float32], service: ServiceTime | None = None
-    ) -> npt.NDArray[np.float32]:
+        self,
+        x: npt.NDArray[np.float32],
+        service: ServiceTime | None = None,
+        borrow: Borrow | None = None,
+    ) -> tuple[npt.NDArray[np.float32], bool]:
+        """The expert's output for ``x``, and whether a borrowed expert was fetched."""
         start = time.perf_counter()
-        y = expert_ffn(x, self.w)
+        w, fetched = self._weights(borrow)
+        y = expert_ffn(x, w)
         if service is not None:
-            left = service.seconds(x.shape[0]) - (time.perf_counter() - start)
+            left = service.seconds(x.shape[0], fetched) - (time.perf_counter() - start)
             if left > 0:
                 time.sleep(left)
-        return y
+        return y, fetched
+
+    def transfer_seconds(self, dim: int, hidden: int, repeats: int = 3) -> float:
+        """Median time, in this process, to copy an expert's parameters of the given shape.
+
+        The calibrated mode's stand-in for fetching a device-sized expert: a copy at this
+        host's memory bandwidth, timed where the compute is timed.
+        """
+        src = [np.ones((hidden, dim), np.float32), np.ones((dim, hidden), np.float32)]
+        dst = [np.empty_like(a) for a in src]
+        times = []
+        for _ in range(repeats + 1):  # the first copy also faults the pages in
+            t0 = time.perf_counter()
+            for s, d in zip(src, dst, strict=True):
+                np.copyto(d, s)
+            times.append(time.perf_counter() - t0)
+        return float(np.median(times[1:]))
 
     def compute_seconds(self, tokens: int, dim: int, hidden: int, repeats: int = 3) -> float:
         """Median wall time, in this process, of an expert FFN of the given shape."""
@@ -100,7 +164,9 @@ class MoEIngress:
         state: dict[str, npt.NDArray[np.float32]],
         experts: list[list[DeploymentHandle[Any]]],
         counts: list[list[int]],
+        borrow: bool = True,
     ) -> None:
+        import ray
         import torch
 
         torch.set_num_threads(1)
@@ -114,7 +180,14 @@ class MoEIngress:
         self.handles = experts
         self.counts = np.asarray(counts, dtype=np.int64)
         self.service: ServiceTime | None = None
+        self.borrow = borrow
         self.window = np.zeros((cfg.layers, cfg.experts))
+        self.dispatch_stats = {"chunks": 0, "borrowed": 0, "fetched": 0}
+        # Borrowing replicas fetch parameters from here; the ingress owns these objects.
+        self.weight_refs = [
+            [ray.put(self.model.expert_weights(layer, e)) for e in range(cfg.experts)]
+            for layer in range(cfg.layers)
+        ]
         tags = ("layer", "expert")
         self.m_tokens = metrics.Counter(
             "moe_expert_tokens", "Tokens routed to an expert", tag_keys=tags
@@ -130,20 +203,40 @@ class MoEIngress:
             "Replicas the ingress splits an expert's tokens over",
             tag_keys=tags,
         )
+        self.m_borrowed = metrics.Counter(
+            "moe_expert_borrowed_chunks",
+            "Chunks of an expert run on replicas of another expert (per-request borrowing)",
+            tag_keys=tags,
+        )
 
-    async def _call_expert(self, layer: int, expert: int, x: Any) -> Any:
-        """Split the expert's tokens over its replicas, call them together, re-join."""
+    async def _call_expert(self, layer: int, expert: int, x: Any, hosts: list[int]) -> Any:
+        """Split the expert's tokens into one chunk per host, call them together, re-join.
+
+        ``hosts[i]`` is the expert whose replicas run chunk ``i``; a host other than
+        ``expert`` runs it as a borrowed expert.
+        """
         n = x.shape[0]
-        parts = min(int(self.counts[layer, expert]), n)
-        chunks = np.array_split(x.numpy(), parts)
+        chunks = np.array_split(x.numpy(), len(hosts))
+        refs = self.weight_refs[layer][expert]
         t0 = time.perf_counter()
-        handle = self.handles[layer][expert]
-        ys = await asyncio.gather(*(handle.remote(c, self.service) for c in chunks))
+        calls = [
+            self.handles[layer][h].remote(
+                c, self.service, None if h == expert else Borrow(expert, [refs])
+            )
+            for c, h in zip(chunks, hosts, strict=True)
+        ]
+        outs = await asyncio.gather(*calls)
         tags = {"layer": str(layer), "expert": str(expert)}
         self.m_latency.observe((time.perf_counter() - t0) * 1e3, tags=tags)
         self.m_tokens.inc(n, tags=tags)
         self.m_replicas.set(float(self.counts[layer, expert]), tags=tags)
-        return self.torch.from_numpy(np.concatenate(ys))
+        borrowed = sum(h != expert for h in hosts)
+        if borrowed:
+            self.m_borrowed.inc(borrowed, tags=tags)
+        self.dispatch_stats["chunks"] += len(hosts)
+        self.dispatch_stats["borrowed"] += borrowed
+        self.dispatch_stats["fetched"] += sum(bool(f) for _, f in outs)
+        return self.torch.from_numpy(np.concatenate([y for y, _ in outs]))
 
     async def __call__(self, tokens: npt.NDArray[np.int64]) -> npt.NDArray[np.float32]:
         """Forward a [B, T] batch of token ids; returns the final hidden states [B, T, dim]."""
@@ -153,9 +246,15 @@ class MoEIngress:
             h = self.model.attend(layer, h)
             xn, idx, w = self.model.route(layer, h)
             ds = self.model.dispatch(idx, w)
+            tokens = np.zeros(self.model.cfg.experts, dtype=np.int64)
             for d in ds:
-                self.window[layer, d.expert] += d.rows.numel()
-            ys = await asyncio.gather(*(self._call_expert(layer, d.expert, xn[d.rows]) for d in ds))
+                tokens[d.expert] = d.rows.numel()
+            self.window[layer] += tokens
+            split = chunk_hosts if self.borrow else static_hosts
+            hosts = split(tokens, self.counts[layer])
+            ys = await asyncio.gather(
+                *(self._call_expert(layer, d.expert, xn[d.rows], hosts[d.expert]) for d in ds)
+            )
             h = self.model.combine(h, ds, list(ys))
         out: npt.NDArray[np.float32] = self.model.finish(h).numpy()
         return out
@@ -168,10 +267,20 @@ class MoEIngress:
         """Switch expert calls to calibrated device time (or back to plain compute)."""
         self.service = service
 
+    def set_borrow(self, on: bool) -> None:
+        """Turn per-request borrowing (Lina's per-batch side) on or off."""
+        self.borrow = on
+
     def take_window(self) -> list[list[float]]:
         """Actual per-expert token counts since the last call (for phase-2 re-planning)."""
         out = self.window.tolist()
         self.window[:] = 0
+        return out
+
+    def take_dispatch_stats(self) -> dict[str, int]:
+        """Chunks sent, how many were borrowed and how many fetched parameters, since last call."""
+        out = dict(self.dispatch_stats)
+        self.dispatch_stats = dict.fromkeys(out, 0)
         return out
 
 
@@ -179,8 +288,13 @@ def build_app(
     model: MoEModel,
     counts: npt.NDArray[np.int64],
     gpus_per_replica: float = 0.0,
+    borrow: bool = True,
 ) -> Any:
-    """Bind the ingress and one deployment per (layer, expert) with ``counts`` replicas."""
+    """Bind the ingress and one deployment per (layer, expert) with ``counts`` replicas.
+
+    ``borrow`` turns on per-request borrowing (``dynamic.py``); off, an expert's tokens are
+    split over its own replicas only.
+    """
     cfg = model.cfg
     if counts.shape != (cfg.layers, cfg.experts) or counts.min() < 1:
         raise ValueError(f"counts must be [{cfg.layers}, {cfg.experts}] and >= 1")
@@ -198,4 +312,4 @@ def build_app(
     ]
     state = {k: v.detach().numpy().copy() for k, v in model.state_dict().items()}
     ingress = MoEIngress.options(name=INGRESS_NAME)  # type: ignore[attr-defined]
-    return ingress.bind(cfg, state, experts, counts.tolist())
+    return ingress.bind(cfg, state, experts, counts.tolist(), borrow)

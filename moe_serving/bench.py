@@ -124,19 +124,29 @@ def calibrate(setup: BenchSetup, sizes: tuple[int, ...] = (8, 32, 64, 128)) -> d
     return {
         "fixed_s": max(0.0, float(fixed)),
         "per_token_s": max(1e-9, float(per_token)),
+        "transfer_s": h.transfer_seconds.remote(d, hid).result(timeout_s=300),
         "measured_s": dict(zip(map(str, sizes), secs, strict=True)),
         "device_expert": f"FFN {d} -> {hid} -> {d}, float32, one host core",
+        "transfer": "copy of that expert's two weight matrices in a replica process",
     }
 
 
-def _pair(base: dict[str, Any], lina: dict[str, Any]) -> dict[str, Any]:
-    """Uniform and Lina side by side with their ratios (> 1 = Lina better)."""
+def _ratios(base: dict[str, Any], plan: dict[str, Any]) -> dict[str, float]:
+    """Latency and throughput ratios of ``plan`` over ``base`` (> 1 = ``plan`` better)."""
+    return {
+        "p95_speedup": base["p95_ms"] / plan["p95_ms"],
+        "p50_speedup": base["p50_ms"] / plan["p50_ms"],
+        "throughput_ratio": plan["tokens_per_s"] / base["tokens_per_s"],
+    }
+
+
+def _pair(base: dict[str, Any], lina: dict[str, Any], static: dict[str, Any]) -> dict[str, Any]:
+    """Uniform and Lina side by side with their ratios; Lina's counts alone as well."""
     return {
         "uniform": base,
         "lina": lina,
-        "p95_speedup": base["p95_ms"] / lina["p95_ms"],
-        "p50_speedup": base["p50_ms"] / lina["p50_ms"],
-        "throughput_ratio": lina["tokens_per_s"] / base["tokens_per_s"],
+        **_ratios(base, lina),
+        "lina_counts_only": {"run": static, **_ratios(base, static)},
     }
 
 
@@ -201,16 +211,21 @@ def bench_on_cluster(
         if "calibrated" in modes:
             out["calibration"] = calibration or calibrate(setup)
             c = out["calibration"]
-            services["calibrated"] = ServiceTime(c["fixed_s"], c["per_token_s"])
+            services["calibrated"] = ServiceTime(
+                c["fixed_s"], c["per_token_s"], c.get("transfer_s", 0.0)
+            )
 
-        def measure(plan_name: str) -> tuple[dict[str, dict[str, Any]], Any]:
+        def measure(plan_name: str, borrow: bool) -> tuple[dict[str, dict[str, Any]], Any]:
             """Every mode on the current counts; the gate's counts of the measured requests."""
             res, window = {}, None
+            handle.set_borrow.remote(borrow).result()
             for mode, st in services.items():
                 handle.set_service.remote(st).result()
                 run_load(handle, warm, setup.concurrency)
                 handle.take_window.remote().result()  # drop the warm-up's counts
+                handle.take_dispatch_stats.remote().result()
                 res[mode] = run_load(handle, reqs, setup.concurrency)
+                res[mode]["dispatch"] = handle.take_dispatch_stats.remote().result()
                 window = np.asarray(handle.take_window.remote().result(), dtype=np.float64)
                 log.warning(
                     "seed %d %s %s: p50 %.0f ms, p95 %.0f ms",
@@ -222,14 +237,15 @@ def bench_on_cluster(
                 )
             return res, window
 
-        base, actual = measure("uniform")
+        base, actual = measure("uniform", borrow=False)
         lina_plan, layers = replan(plan, actual, threshold=0.1)  # phase 2 on the gate's counts
         t0 = time.perf_counter()
         apply_counts(lc.dashboard_url, uniform, lina_plan.counts)
         out["rescale_s"] = time.perf_counter() - t0
         out["lina_counts"] = lina_plan.counts.tolist()
         out["phase2_layers"] = layers
-        lina, _ = measure("lina")
+        static, _ = measure("lina counts only", borrow=False)
+        lina, _ = measure("lina", borrow=True)
     finally:
         serve.delete(APP_NAME)
     # per-request counts from the in-process gate (the served gate's, by the equality test)
@@ -245,7 +261,11 @@ def bench_on_cluster(
             None if st is None else (st.fixed_s, st.per_token_s),
             per_request,
         )
-        out[mode] = {"label": LABELS[mode], **_pair(base[mode], lina[mode]), "ideal": ideal}
+        out[mode] = {
+            "label": LABELS[mode],
+            **_pair(base[mode], lina[mode], static[mode]),
+            "ideal": ideal,
+        }
     return out
 
 

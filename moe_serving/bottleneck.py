@@ -20,6 +20,9 @@ Dirichlet mixes) sends some requests mostly to experts that Lina gave one replic
 their *average* share is small; those requests set the tail, so the p95 gain can be well
 below the window's ratio even though the throughput gain is not.
 
+``request_ideal`` also reports the plan with per-request borrowing (``dynamic.py``): each
+request's chunks follow its own counts, which removes that tail in the ideal.
+
 Pure numpy: no Ray, no clock.
 """
 
@@ -29,6 +32,8 @@ from typing import Any
 
 import numpy as np
 import numpy.typing as npt
+
+from moe_serving.dynamic import request_chunks
 
 Loads = npt.NDArray[np.float64]
 Ints = npt.NDArray[np.int64]
@@ -73,12 +78,28 @@ def ideal_ratio(
 
 
 def request_times(
-    per_request: Loads, replicas: Ints, fixed_s: float = 0.0, per_token_s: float = 1.0
+    per_request: Loads,
+    replicas: Ints,
+    fixed_s: float = 0.0,
+    per_token_s: float = 1.0,
+    borrow: bool = False,
 ) -> Loads:
     """Unloaded latency of each request [R] from its counts [R, L, E]: sum over layers of the
     slowest chunk (the ingress splits ``n`` tokens over ``replicas`` chunks, the largest has
-    ``ceil(n / replicas)``; an expert with no tokens is not called)."""
-    chunk = np.ceil(per_request / replicas[None])
+    ``ceil(n / replicas)``; an expert with no tokens is not called). With ``borrow``, the
+    chunks per expert are the request's own (``dynamic.request_chunks``), and parameters
+    are taken as already held (no fetch time)."""
+    parts = np.broadcast_to(replicas[None], per_request.shape).astype(np.float64)
+    if borrow:
+        counts = per_request.astype(np.int64)
+        parts = np.array(
+            [
+                [request_chunks(counts[r, i], int(replicas[i].sum())) for i in range(len(replicas))]
+                for r in range(len(counts))
+            ],
+            dtype=np.float64,
+        )
+    chunk = np.ceil(per_request / np.maximum(parts, 1.0))
     t = np.where(per_request > 0, fixed_s + per_token_s * chunk, 0.0)
     out: Loads = t.max(2).sum(1)
     return out
@@ -94,11 +115,14 @@ def request_ideal(
     """p50 / p95 / mean of the unloaded per-request latency: base over plan, and both."""
     tb = request_times(per_request, base, fixed_s, per_token_s)
     tp = request_times(per_request, plan, fixed_s, per_token_s)
-    out: dict[str, Any] = {}
+    tw = request_times(per_request, plan, fixed_s, per_token_s, borrow=True)
+    out: dict[str, Any] = {"borrow": {}}
     for q in (50, 95):
-        b, p = float(np.percentile(tb, q)), float(np.percentile(tp, q))
+        b, p, w = (float(np.percentile(t, q)) for t in (tb, tp, tw))
         out[f"p{q}"], out[f"p{q}_base"], out[f"p{q}_plan"] = b / p, b, p
+        out["borrow"][f"p{q}"], out["borrow"][f"p{q}_plan"] = b / w, w
     out["mean"] = float(tb.mean() / tp.mean())
+    out["borrow"]["mean"] = float(tb.mean() / tw.mean())
     return out
 
 

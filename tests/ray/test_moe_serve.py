@@ -17,6 +17,7 @@ from ray import serve  # noqa: E402
 from ray.util.state import list_actors  # noqa: E402
 
 from moe_serving.app import APP_NAME, build_app, expert_name  # noqa: E402
+from moe_serving.dynamic import chunk_hosts  # noqa: E402
 from moe_serving.local_cluster import LocalCluster, local_cluster  # noqa: E402
 from moe_serving.model import MoEConfig, MoEModel  # noqa: E402
 from moe_serving.planner import plan_lina  # noqa: E402
@@ -67,6 +68,34 @@ def test_served_output_equals_in_process(deployed: tuple[MoEModel, object]) -> N
         ref, _ = model.run(tokens)
         assert served.shape == tuple(ref.shape)
         np.testing.assert_allclose(served, ref.numpy(), atol=1e-5)
+
+
+def test_borrowed_chunks_fetch_parameters_and_keep_outputs_exact(
+    deployed: tuple[MoEModel, object],
+) -> None:
+    """Traffic unlike the plan's: chunks run on other experts' replicas, output unchanged."""
+    model, (handle, plan) = deployed
+    tokens = sample_batch(CFG, np.random.default_rng(5), 8, 8, topic_mix(CFG.topics, [3], 1.0))
+    ref, routes = model.run(tokens)
+    counts = load_counts(routes.numpy(), CFG.experts).astype(np.int64)
+    home = plan.counts  # type: ignore[attr-defined]
+    expected = sum(
+        sum(h != e for e, hs in enumerate(chunk_hosts(counts[i], home[i])) for h in hs)
+        for i in range(CFG.layers)
+    )
+    assert expected > 0, "the request must need more chunks of some expert than it has"
+    handle.take_dispatch_stats.remote().result(timeout_s=60)  # type: ignore[attr-defined]
+    try:
+        for borrow in (True, False):
+            handle.set_borrow.remote(borrow).result(timeout_s=60)  # type: ignore[attr-defined]
+            served = handle.remote(tokens.numpy()).result(timeout_s=60)  # type: ignore[attr-defined]
+            np.testing.assert_allclose(served, ref.numpy(), atol=1e-5)
+            stats = handle.take_dispatch_stats.remote().result(timeout_s=60)  # type: ignore[attr-defined]
+            assert stats["borrowed"] == (expected if borrow else 0)
+            if borrow:  # fresh replicas hold no borrowed expert yet
+                assert stats["fetched"] >= 1
+    finally:
+        handle.set_borrow.remote(True).result(timeout_s=60)  # type: ignore[attr-defined]
 
 
 def test_replan_applies_new_counts_without_restarting_kept_replicas(

@@ -28,6 +28,8 @@ OPTIONAL = [
     "moe_serving.model",
     "moe_serving.popularity",
     "moe_serving.planner",
+    "moe_serving.dynamic",
+    "moe_serving.bottleneck",
 ]
 
 
