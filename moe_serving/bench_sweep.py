@@ -34,12 +34,16 @@ def summarise(runs: list[dict[str, Any]], modes: list[str]) -> dict[str, Any]:
     for mode in modes:
         rows = [r[mode] for r in runs]
         cols: dict[str, list[float]] = {k: [row[k] for row in rows] for k in RATIOS}
+        for k in RATIOS:
+            cols[f"counts_only_{k}"] = [row["lina_counts_only"][k] for row in rows]
         cols["ideal_tokens"] = [row["ideal"]["tokens"]["overall"] for row in rows]
         if all("service" in row["ideal"] for row in rows):
             cols["ideal_service"] = [row["ideal"]["service"]["overall"] for row in rows]
         if all("unloaded_request" in row["ideal"] for row in rows):
             for q in ("p50", "p95"):
-                cols[f"ideal_request_{q}"] = [row["ideal"]["unloaded_request"][q] for row in rows]
+                req = [row["ideal"]["unloaded_request"] for row in rows]
+                cols[f"ideal_request_{q}"] = [r[q] for r in req]
+                cols[f"ideal_request_{q}_borrow"] = [r["borrow"][q] for r in req]
         out[mode] = {
             k: {"min": float(np.min(v)), "median": float(np.median(v)), "values": v}
             for k, v in cols.items()

@@ -131,6 +131,11 @@ def register(subparsers: Any) -> None:
     serve.add_argument("--replan-every", type=float, default=10.0, help="seconds between re-plans")
     serve.add_argument("--threshold", type=float, default=0.2, help="phase-2 deviation threshold")
     serve.add_argument("--num-cpus", type=int, default=2)
+    serve.add_argument(
+        "--no-borrow",
+        action="store_true",
+        help="split each expert's tokens over its own replicas only (no per-request borrowing)",
+    )
     serve.set_defaults(func=cmd_serve)
 
     bench = sub.add_parser("bench", help="serving latency: popularity vs uniform replicas")
@@ -162,11 +167,14 @@ def _seeds(text: str | None) -> list[int] | None:
 
 def _summary_line(mode: str, r: dict[str, Any]) -> str:
     ideal = r["ideal"].get("service", r["ideal"]["tokens"])["overall"]
+    only = r["lina_counts_only"]
     return (
         f"{mode:>10}: p50 {r['uniform']['p50_ms']:.0f} -> {r['lina']['p50_ms']:.0f} ms "
         f"({r['p50_speedup']:.2f}x), p95 {r['uniform']['p95_ms']:.0f} -> "
         f"{r['lina']['p95_ms']:.0f} ms ({r['p95_speedup']:.2f}x), "
-        f"tokens/s x{r['throughput_ratio']:.2f}; ideal {ideal:.2f}x"
+        f"tokens/s x{r['throughput_ratio']:.2f}; ideal {ideal:.2f}x; "
+        f"counts only (no borrowing): p50 {only['p50_speedup']:.2f}x, "
+        f"p95 {only['p95_speedup']:.2f}x"
     )
 
 

@@ -38,7 +38,7 @@ def serve_main(args: argparse.Namespace) -> int:
     plan = phase1_plan(model, BenchSetup(cfg=cfg, replicas=args.replicas))
     os.environ.setdefault("RAY_AUTH_MODE", "disabled")
     with local_cluster(num_cpus=args.num_cpus, num_gpus=args.replicas * cfg.layers) as lc:
-        app = build_app(model, plan.counts, gpus_per_replica=1.0)
+        app = build_app(model, plan.counts, gpus_per_replica=1.0, borrow=not args.no_borrow)
         handle = serve.run(app, name=APP_NAME, external_scaler_enabled=True)
         print(f"serving app {APP_NAME!r}; dashboard {lc.dashboard_url}")
         print(f"phase-1 replica counts per layer: {plan.counts.tolist()}")
@@ -57,5 +57,10 @@ def serve_main(args: argparse.Namespace) -> int:
                 msg = f"re-planned layers {layers}: {rp.placement.counts.tolist()}"
                 print(f"[{time.monotonic() - start:5.0f}s] {msg if layers else 'plan holds'}")
                 next_replan = time.monotonic() + args.replan_every
+        stats = handle.take_dispatch_stats.remote().result(timeout_s=60)
         print(f"served {served} requests; re-plans applied: {len(rp.history)}")
+        print(
+            f"expert chunks {stats['chunks']}, borrowed {stats['borrowed']}, "
+            f"parameter fetches {stats['fetched']}"
+        )
     return 0
