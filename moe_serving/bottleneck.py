@@ -33,7 +33,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from moe_serving.dynamic import request_chunks
+from moe_serving.packing import apportion
 
 Loads = npt.NDArray[np.float64]
 Ints = npt.NDArray[np.int64]
@@ -87,18 +87,18 @@ def request_times(
     """Unloaded latency of each request [R] from its counts [R, L, E]: sum over layers of the
     slowest chunk (the ingress splits ``n`` tokens over ``replicas`` chunks, the largest has
     ``ceil(n / replicas)``; an expert with no tokens is not called). With ``borrow``, the
-    chunks per expert are the request's own (``dynamic.request_chunks``), and parameters
+    chunks per expert are the request's own (as ``dynamic.request_chunks``), and parameters
     are taken as already held (no fetch time)."""
     parts = np.broadcast_to(replicas[None], per_request.shape).astype(np.float64)
     if borrow:
         counts = per_request.astype(np.int64)
-        parts = np.array(
+        parts = np.stack(  # all requests of a layer in one vectorised divisor method
             [
-                [request_chunks(counts[r, i], int(replicas[i].sum())) for i in range(len(replicas))]
-                for r in range(len(counts))
+                apportion(per_request[:, i], int(replicas[i].sum()), (c > 0).astype(np.int64), c)
+                for i, c in enumerate(counts.transpose(1, 0, 2))
             ],
-            dtype=np.float64,
-        )
+            axis=1,
+        ).astype(np.float64)
     chunk = np.ceil(per_request / np.maximum(parts, 1.0))
     t = np.where(per_request > 0, fixed_s + per_token_s * chunk, 0.0)
     out: Loads = t.max(2).sum(1)

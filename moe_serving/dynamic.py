@@ -23,11 +23,14 @@ from __future__ import annotations
 import numpy as np
 import numpy.typing as npt
 
+from moe_serving.packing import apportion
+
 Ints = npt.NDArray[np.int64]
 
 
 def request_chunks(tokens: Ints, budget: int) -> Ints:
-    """Chunks per expert [E] for one request-layer: the divisor method over its own counts.
+    """Chunks per expert [E] for one request-layer: the planner's divisor method
+    (``packing.apportion``) over the request's own counts.
 
     Experts with no tokens get 0; every other expert gets >= 1 and at most its token count;
     the total is ``budget`` unless there are fewer tokens than that.
@@ -35,15 +38,10 @@ def request_chunks(tokens: Ints, budget: int) -> Ints:
     tokens = np.asarray(tokens, dtype=np.int64)
     if tokens.ndim != 1 or np.any(tokens < 0):
         raise ValueError(f"tokens must be a 1-D array of counts >= 0, got {tokens!r}")
-    chunks = (tokens > 0).astype(np.int64)
-    if chunks.sum() > budget:
-        raise ValueError(f"budget ({budget}) is below the experts in use ({chunks.sum()})")
-    for _ in range(budget - int(chunks.sum())):
-        room = np.where(chunks < tokens, tokens / np.maximum(chunks, 1), -1.0)
-        e = int(np.argmax(room))
-        if room[e] <= 0:
-            break
-        chunks[e] += 1
+    floor = (tokens > 0).astype(np.int64)
+    if floor.sum() > budget:
+        raise ValueError(f"budget ({budget}) is below the experts in use ({floor.sum()})")
+    chunks: Ints = apportion(tokens[None].astype(np.float64), budget, floor[None], tokens[None])[0]
     return chunks
 
 

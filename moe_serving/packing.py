@@ -17,20 +17,31 @@ Loads = npt.NDArray[np.float64]
 Ints = npt.NDArray[np.int64]
 
 
-def apportion(load: Loads, replicas: int) -> Ints:
-    """Replica counts [L, E], >= 1 each, summing to ``replicas`` per layer.
+def apportion(
+    load: Loads, replicas: int, floor: Ints | None = None, cap: Ints | None = None
+) -> Ints:
+    """Replica counts [L, E] summing to ``replicas`` per layer, >= ``floor`` (default 1 each).
 
     Greedy: give the next replica to the expert with the highest load per replica. This is
-    the divisor (D'Hondt) method, which minimises the maximum load per replica.
+    the divisor (D'Hondt) method, which minimises the maximum load per replica. With ``cap``
+    no expert goes past its cap, and a layer whose experts are all capped stops short (the
+    per-request split in ``dynamic.py``: floor 0 for unused experts, cap = tokens).
     """
     layers, experts = load.shape
-    if replicas < experts:
-        raise ValueError(f"replicas ({replicas}) must be >= experts ({experts})")
-    counts = np.ones((layers, experts), dtype=np.int64)
+    counts = np.ones((layers, experts), dtype=np.int64) if floor is None else floor.copy()
+    left = replicas - counts.sum(1)
+    if np.any(left < 0):
+        what = f"experts ({experts})" if floor is None else f"the floor ({counts.sum(1).max()})"
+        raise ValueError(f"replicas ({replicas}) must be >= {what}")
     rows = np.arange(layers)
-    for _ in range(replicas - experts):
-        pick = np.argmax(load / counts, axis=1)
-        counts[rows, pick] += 1
+    for _ in range(int(left.max(initial=0))):
+        room = load / np.maximum(counts, 1)
+        if cap is not None:
+            room = np.where(counts < cap, room, -1.0)
+        pick = np.argmax(room, axis=1)
+        go = (left > 0) & (room[rows, pick] >= 0)
+        counts[rows[go], pick[go]] += 1
+        left -= go
     return counts
 
 
