@@ -179,6 +179,7 @@ class MoEIngress:
         self.model.requires_grad_(False)
         self.handles = experts
         self.counts = np.asarray(counts, dtype=np.int64)
+        self.slots = _replica_slots(self.counts)
         self.service: ServiceTime | None = None
         self.borrow = borrow
         self.window = np.zeros((cfg.layers, cfg.experts))
@@ -220,9 +221,7 @@ class MoEIngress:
         refs = self.weight_refs[layer][expert]
         t0 = time.perf_counter()
         calls = [
-            self.handles[layer][h].remote(
-                c, self.service, None if h == expert else Borrow(expert, [refs])
-            )
+            self._send(layer, h, c, None if h == expert else Borrow(expert, [refs]))
             for c, h in zip(chunks, hosts, strict=True)
         ]
         outs = await asyncio.gather(*calls)
@@ -237,6 +236,18 @@ class MoEIngress:
         self.dispatch_stats["borrowed"] += borrowed
         self.dispatch_stats["fetched"] += sum(bool(f) for _, f in outs)
         return self.torch.from_numpy(np.concatenate([y for y, _ in outs]))
+
+    async def _send(self, layer: int, host: int, chunk: Any, borrow: Borrow | None) -> Any:
+        """Call one replica of ``host`` once one is free, in arrival order.
+
+        WHY: a replica takes one call at a time; when all of a deployment's replicas are
+        busy, Serve's router retries with exponential back-off (25 ms doubling to 0.5 s),
+        so a chunk can sit idle long after a replica frees, and which waiting chunk wins
+        is luck: that is tail latency the plan did not cause. One slot per replica,
+        awaited here in FIFO order, hands a freed replica to the oldest chunk at once.
+        """
+        async with self.slots[layer][host]:
+            return await self.handles[layer][host].remote(chunk, self.service, borrow)
 
     async def __call__(self, tokens: npt.NDArray[np.int64]) -> npt.NDArray[np.float32]:
         """Forward a [B, T] batch of token ids; returns the final hidden states [B, T, dim]."""
@@ -260,8 +271,12 @@ class MoEIngress:
         return out
 
     def set_counts(self, counts: list[list[int]]) -> None:
-        """Adopt the replica counts the re-planner applied (used to split tokens)."""
+        """Adopt the replica counts the re-planner applied (used to split tokens).
+
+        Calls in flight finish on the old slots; new calls queue on the new ones.
+        """
         self.counts = np.asarray(counts, dtype=np.int64)
+        self.slots = _replica_slots(self.counts)
 
     def set_service(self, service: ServiceTime | None) -> None:
         """Switch expert calls to calibrated device time (or back to plain compute)."""
@@ -282,6 +297,11 @@ class MoEIngress:
         out = dict(self.dispatch_stats)
         self.dispatch_stats = dict.fromkeys(out, 0)
         return out
+
+
+def _replica_slots(counts: npt.NDArray[np.int64]) -> list[list[asyncio.Semaphore]]:
+    """One admission slot per replica of each (layer, expert) deployment."""
+    return [[asyncio.Semaphore(int(c)) for c in row] for row in counts]
 
 
 def build_app(
