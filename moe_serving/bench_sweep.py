@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
 
@@ -51,8 +52,32 @@ def summarise(runs: list[dict[str, Any]], modes: list[str]) -> dict[str, Any]:
     return out
 
 
-def run_sweep(setups: list[BenchSetup], modes: list[str], num_cpus: int = 2) -> dict[str, Any]:
-    """Every setup on one private local cluster; results per run plus the summary."""
+def sweep_result(
+    setups: list[BenchSetup], modes: list[str], runs: list[dict[str, Any]], wall_s: float
+) -> dict[str, Any]:
+    """The sweep's JSON; ``partial`` while fewer runs than setups have finished."""
+    return {
+        "seeds": [s.seed for s in setups],
+        "modes": modes,
+        "wall_s": wall_s,
+        "partial": len(runs) < len(setups),
+        "summary": summarise(runs, modes),
+        "runs": runs,
+    }
+
+
+def run_sweep(
+    setups: list[BenchSetup],
+    modes: list[str],
+    num_cpus: int = 2,
+    on_run: Callable[[dict[str, Any]], None] | None = None,
+) -> dict[str, Any]:
+    """Every setup on one private local cluster; results per run plus the summary.
+
+    ``on_run`` gets the sweep so far after every run: a sweep takes ~9 min per seed, and a
+    host restart or Ctrl-C during the last seed (or during Serve's shutdown) must not lose
+    the seeds that finished.
+    """
     from moe_serving.local_cluster import local_cluster
 
     devices = max(s.replicas * s.cfg.layers for s in setups)
@@ -72,10 +97,6 @@ def run_sweep(setups: list[BenchSetup], modes: list[str], num_cpus: int = 2) -> 
             res["host"]["ray_num_cpus"] = num_cpus
             calibration = res.get("calibration", calibration)
             runs.append(res)
-    return {
-        "seeds": [s.seed for s in setups],
-        "modes": modes,
-        "wall_s": time.perf_counter() - t0,
-        "summary": summarise(runs, modes),
-        "runs": runs,
-    }
+            if on_run is not None:
+                on_run(sweep_result(setups, modes, runs, time.perf_counter() - t0))
+    return sweep_result(setups, modes, runs, time.perf_counter() - t0)

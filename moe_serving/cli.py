@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import os
 import sys
 from pathlib import Path
 from typing import Any
@@ -186,14 +187,24 @@ def bench_main(args: argparse.Namespace) -> int:
     if seeds is not None and not seeds:
         return _fail(f"--seeds: expected comma-separated integers, got {args.seeds!r}")
     modes = ["real", "calibrated"] if args.mode == "both" else [args.mode]
+    out = Path(args.json)
+    try:
+        out.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        return _fail(f"--json {args.json}: cannot create its folder ({e})")
+    if not os.access(out.parent, os.W_OK) or (out.exists() and not os.access(out, os.W_OK)):
+        return _fail(f"--json {args.json}: not writable")  # before, not after, a 27-min sweep
     from moe_serving.bench import setup_from_args
     from moe_serving.bench_sweep import run_sweep, seed_setups
 
     setup = setup_from_args(args)
-    sweep = run_sweep(seed_setups(setup, seeds or [setup.seed]), modes, args.num_cpus)
-    res = sweep if seeds is not None else sweep["runs"][0]
-    Path(args.json).parent.mkdir(parents=True, exist_ok=True)
-    Path(args.json).write_text(json.dumps(res, indent=2))
+
+    def save(sweep: dict[str, Any]) -> None:
+        # A single seed writes its run alone (the historical format); a sweep writes all.
+        out.write_text(json.dumps(sweep if seeds is not None else sweep["runs"][0], indent=2))
+
+    sweep = run_sweep(seed_setups(setup, seeds or [setup.seed]), modes, args.num_cpus, save)
+    save(sweep)
     for run in sweep["runs"]:
         for m in modes:
             print(f"seed {run['setup']['seed']} " + _summary_line(m, run[m]))

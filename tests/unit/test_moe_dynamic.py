@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import itertools
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -111,3 +112,32 @@ def test_sweep_summary_reports_borrowing_and_counts_only_side_by_side() -> None:
     assert s["p95_speedup"]["min"] == 1.8 and s["p95_speedup"]["median"] == 1.9
     assert s["counts_only_p95_speedup"]["values"] == [1.5, 1.6, 1.4]
     assert s["ideal_request_p95_borrow"]["min"] == 1.9
+
+
+def test_sweep_result_is_marked_partial_until_every_seed_ran() -> None:
+    from moe_serving.bench import BenchSetup
+    from moe_serving.bench_sweep import seed_setups, sweep_result
+    from moe_serving.model import MoEConfig
+
+    def run() -> dict[str, object]:
+        ratios = {"p50_speedup": 1.7, "p95_speedup": 1.8, "throughput_ratio": 1.6}
+        ideal = {"tokens": {"overall": 2.0}}
+        return {"calibrated": {**ratios, "lina_counts_only": ratios, "ideal": ideal}}
+
+    setups = seed_setups(BenchSetup(cfg=MoEConfig()), [0, 1, 2])
+    partial = sweep_result(setups, ["calibrated"], [run(), run()], 10.0)
+    assert partial["partial"] is True and partial["seeds"] == [0, 1, 2]
+    assert partial["summary"]["calibrated"]["p95_speedup"]["values"] == [1.8, 1.8]
+    assert sweep_result(setups, ["calibrated"], [run()] * 3, 20.0)["partial"] is False
+
+
+def test_bench_refuses_an_unwritable_json_path_before_it_starts(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from moe_serving.cli import main
+
+    blocker = tmp_path / "a_file"
+    blocker.write_text("")
+    rc = main(["moe", "bench", "--json", str(blocker / "out.json")])
+    assert rc == 2
+    assert "--json" in capsys.readouterr().err
