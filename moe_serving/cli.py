@@ -200,11 +200,11 @@ def bench_main(args: argparse.Namespace) -> int:
     setup = setup_from_args(args)
 
     def save(sweep: dict[str, Any]) -> None:
-        # A single seed writes its run alone (the historical format); a sweep writes all.
+        # After every seed, the last write included. A single seed writes its run alone
+        # (the historical format); a sweep writes all.
         out.write_text(json.dumps(sweep if seeds is not None else sweep["runs"][0], indent=2))
 
     sweep = run_sweep(seed_setups(setup, seeds or [setup.seed]), modes, args.num_cpus, save)
-    save(sweep)
     for run in sweep["runs"]:
         for m in modes:
             print(f"seed {run['setup']['seed']} " + _summary_line(m, run[m]))
