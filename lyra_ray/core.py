@@ -1,14 +1,27 @@
 """SchedulerCore: the one owner of mutable scheduling state, shared by both runtimes.
 
-``step(now, events) -> actions`` runs the numbered cycle of ARCHITECTURE.md:
+Every driver, the simulator and the live scheduler alike, runs the same short loop::
 
-1. fold events into state (and account the time that running jobs received);
+    events = runtime.poll() + arrivals           # whatever happened since the last cycle
+    core.fold(now, events)                        # 1 fold events into state
+    decision = core.decide()                      # 2-7 snapshot, policy, rounds, place, diff
+    persist(core.to_state())                      # live: before acting (crash-safe)
+    runtime.apply(decision.actions)
+    wait until the next event or decision.next_wakeup
+
+:meth:`decide` runs the numbered cycle of ARCHITECTURE.md:
+
 2. take a frozen snapshot;
 3. + 4. ask the policy for an allocation (which also says which inference nodes to lend);
-5. turn time fractions into this round's assignment (Gavel's rounds) — only on a round
-   boundary (:class:`Tick`), so that a round-based policy never preempts mid-round;
+5. turn time fractions into this round's assignment (Gavel's rounds), only on a round
+   boundary, so that a round-based policy never preempts mid-round;
 6. place the assignment on nodes;
 7. diff with what runs and emit actions.
+
+The core owns the round clock. A round starts when the first job arrives at a cluster
+that runs no rounds, and then every ``round_s`` while the allocation has time fractions
+and jobs are active; :attr:`~lyra_ray.model.Decision.next_wakeup` tells the driver when.
+So a job that arrives at an idle cluster starts at once, in simulation and live alike.
 
 Nothing here reads a clock or touches Ray: the simulator and the live runtime feed the
 same events and carry out the same actions.
@@ -22,15 +35,21 @@ from typing import Any
 
 from lyra_ray import model as m
 from lyra_ray.diff import job_actions
-from lyra_ray.interfaces import RoundMechanismLike, Runtime, default_rounds
-from lyra_ray.model import Assignment, ClusterSnapshot, JobId, JobStatus, NodeId
-from lyra_ray.state import JobState, job_from_dict, job_to_dict
+from lyra_ray.interfaces import Placer, RoundMechanismLike, Runtime, default_rounds
+from lyra_ray.model import Assignment, ClusterSnapshot, Decision, JobId, JobStatus, NodeId
+from lyra_ray.state import (
+    JobState,
+    allocation_from_dict,
+    allocation_to_dict,
+    job_from_dict,
+    job_to_dict,
+)
 from placement.placer import ConsolidatingPlacer
 from policies.base import Policy
 
 log = logging.getLogger(__name__)
 
-__all__ = ["RoundMechanismLike", "Runtime", "SchedulerCore", "default_rounds"]
+__all__ = ["Decision", "Placer", "RoundMechanismLike", "Runtime", "SchedulerCore", "default_rounds"]
 
 
 class SchedulerCore:
@@ -42,6 +61,7 @@ class SchedulerCore:
         rounds: RoundMechanismLike | None = None,
         min_lease_s: float = 0.0,
         startup_grace_s: float = 300.0,
+        placer: Placer | None = None,
     ) -> None:
         """``min_lease_s`` > 0 keeps a launched or resized job on its GPUs, across round
         boundaries, until it has made progress for that long (or, if it never reports
@@ -56,7 +76,7 @@ class SchedulerCore:
         self.throughputs = throughput_model
         self.round_s = round_s
         self._rounds = rounds
-        self.placer = ConsolidatingPlacer()
+        self.placer: Placer = placer if placer is not None else ConsolidatingPlacer()
         self.jobs: dict[JobId, JobState] = {}
         self._active: dict[JobId, JobState] = {}
         """Jobs not yet terminal, in submission order: every cycle walks only these."""
@@ -64,11 +84,19 @@ class SchedulerCore:
         self.lent: set[NodeId] = set()
         self.serving_demand = 0
         self.now = 0.0
+        self.next_round_s: float | None = None
+        """The next round boundary, or ``None`` while no rounds run (see the module doc)."""
         self.allocation = m.Allocation()
         self._dirty = True
+        """Something the policy reads changed since its last answer."""
         self._must_place = True
         """Set until a full cycle has placed the current jobs on the current nodes (see
         :meth:`holds_mid_round`): node changes and restored state need a real placement."""
+        self._tick = False
+        """The folded events (or the time) reached a round boundary: set by :meth:`fold`,
+        consumed by :meth:`decide`."""
+        self._finishes: list[m.Action] = []
+        """Runs of cancelled jobs to release, emitted by the next :meth:`decide`."""
         self._nodes_cache: tuple[tuple[m.Node, ...], frozenset[NodeId]] | None = None
         self.reclaims = 0
         self.cycles = 0
@@ -84,18 +112,54 @@ class SchedulerCore:
     def active(self) -> list[JobState]:
         return list(self._active.values())
 
-    def step(self, now: float, events: Sequence[m.Event]) -> list[m.Action]:
+    def step(self, now: float, events: Sequence[m.Event]) -> Decision:
+        """:meth:`fold` then :meth:`decide`: one whole cycle."""
+        self.fold(now, events)
+        return self.decide()
+
+    def round_due(self, now: float, events: Sequence[m.Event]) -> bool:
+        """Whether folding ``events`` at ``now`` reaches a round boundary: the boundary
+        itself, or a job arriving while no rounds run (an idle cluster starts at once)."""
+        if self.next_round_s is not None:
+            return now >= self.next_round_s
+        return any(isinstance(e, m.JobSubmitted) for e in events)
+
+    def fold(self, now: float, events: Sequence[m.Event]) -> None:
+        """Step 1: account the time running jobs received, then fold ``events`` in."""
         if now < self.now:
             raise ValueError(f"time went backwards: {now} < {self.now}")
+        tick = self.round_due(now, events)
         self._account(now)
         self.now = now
-        actions: list[m.Action] = []
-        tick = self._fold(events, actions)
+        self._fold(events)
+        self._tick = self._tick or tick
+
+    def decide(self) -> Decision:
+        """Steps 2-7 over the folded state, and when the core wants to be stepped next."""
+        tick, self._tick = self._tick, False
+        actions, self._finishes = self._finishes, []
+        actions += self._cycle(tick)
+        if tick:
+            self.next_round_s = None
+        if self.next_round_s is None and self.allocation.fractions and self._active:
+            self.next_round_s = self.now + self.round_s
+        return Decision(tuple(actions), self.next_round_s)
+
+    def _cycle(self, tick: bool) -> list[m.Action]:
+        """Steps 2-7, or nothing where they provably would change nothing.
+
+        Two cases skip them: nothing the policy reads changed and no round boundary was
+        reached (the last answer stands), and mid-round under a settled time-fraction
+        allocation (:meth:`holds_mid_round`). A third skips only the solve: a
+        time-fraction answer the round mechanism would not adopt yet
+        (:meth:`_defer_policy`). Each is checked against the plain path by
+        ``tests/unit/test_fast_paths.py``.
+        """
         if not self._dirty and not (tick and self.allocation.fractions):
-            return actions
+            return []
         if not tick and self.holds_mid_round():
-            self.cycles += 1  # the full cycle would defer the policy and change nothing
-            return actions
+            self.cycles += 1
+            return []
         snap = self.snapshot()
         if self._dirty and not self._defer_policy(snap, tick):
             self.allocation = self.policy.allocate(snap)
@@ -106,13 +170,13 @@ class SchedulerCore:
             snap = self._with_lent(snap, frozenset(lend))
         desired = self._desired(snap, previous, tick)
         placed = self.placer.place(desired, snap, previous, self.allocation.preferred_nodes)
-        actions += self._diff(placed, previous, set(lend))
+        actions = self._diff(placed, previous, set(lend))
         self._must_place = False
         self.cycles += 1
         return actions
 
     def holds_mid_round(self) -> bool:
-        """Whether a step without a :class:`Tick` would change nothing but bookkeeping.
+        """Whether a cycle that reaches no round boundary would change nothing but bookkeeping.
 
         Mid-round, a pure time-fraction allocation (no integral workers, no loans) defers
         the policy to the next round boundary and keeps every running job where it is, so
@@ -129,7 +193,6 @@ class SchedulerCore:
             or alloc.lend
             or self.lent
             or self.min_lease_s > 0
-            or getattr(self.rounds, "would_adopt", None) is None
         ):
             return False
         for j in self._active.values():
@@ -149,10 +212,7 @@ class SchedulerCore:
         alloc = self.allocation
         if not alloc.fractions or alloc.workers or alloc.lend:
             return False
-        would_adopt = getattr(self.rounds, "would_adopt", None)
-        if would_adopt is None:
-            return False
-        return not (tick and would_adopt(snap))
+        return not (tick and self.rounds.would_adopt(snap))
 
     def snapshot(self) -> ClusterSnapshot:
         return ClusterSnapshot(
@@ -194,12 +254,9 @@ class SchedulerCore:
             j.attained_service_s += dt * a.workers
             j.time_received_s[a.gpu_type] = j.time_received_s.get(a.gpu_type, 0.0) + dt
 
-    def _fold(self, events: Sequence[m.Event], actions: list[m.Action]) -> bool:
-        tick = False
+    def _fold(self, events: Sequence[m.Event]) -> None:
         for ev in events:
-            if isinstance(ev, m.Tick):
-                tick = True
-            elif isinstance(ev, m.JobsProgress):
+            if isinstance(ev, m.JobsProgress):
                 for jid, steps in ev.steps_done.items():
                     self._progress(jid, steps)
             elif isinstance(ev, m.JobProgress):
@@ -223,7 +280,7 @@ class SchedulerCore:
                 j = self.jobs.get(ev.job_id)
                 if j is not None and not j.status.terminal:
                     if j.current is not None:
-                        actions.append(m.Finish(ev.job_id))
+                        self._finishes.append(m.Finish(ev.job_id))
                     self._end(ev.job_id, JobStatus.CANCELLED, None)
             elif isinstance(ev, m.JobStopped):
                 j = self.jobs.get(ev.job_id)
@@ -241,7 +298,6 @@ class SchedulerCore:
             elif isinstance(ev, m.ServingDemand) and ev.servers != self.serving_demand:
                 self.serving_demand = ev.servers
                 self._dirty = True
-        return tick
 
     def _progress(self, job_id: JobId, steps: float) -> JobState | None:
         """Fold an absolute step count (monotone, capped at the total) into a job not yet
@@ -257,10 +313,9 @@ class SchedulerCore:
         return j
 
     def _observe(self, j: JobState, steps_per_s: float | None) -> None:
-        observe = getattr(self.throughputs, "observe", None)
-        if steps_per_s is None or j.current is None or observe is None:
+        if steps_per_s is None or j.current is None:
             return
-        observe(j.spec, j.current.gpu_type, j.current.workers, steps_per_s)
+        self.throughputs.observe(j.spec, j.current.gpu_type, j.current.workers, steps_per_s)
         j.throughput = self._throughput_row(j)
 
     def _throughput_row(self, j: JobState) -> dict[str, float]:
@@ -363,7 +418,12 @@ class SchedulerCore:
             "lent": sorted(self.lent),
             "serving_demand": self.serving_demand,
             "reclaims": self.reclaims,
+            "next_round_s": self.next_round_s,
+            "allocation": allocation_to_dict(self.allocation),
+            "dirty": self._dirty,
             "rounds": rounds_state,
+            "policy": self.policy.to_state(),
+            "throughputs": self.throughputs.to_state(),
         }
 
     def load_state(self, state: dict[str, Any]) -> None:
@@ -374,8 +434,15 @@ class SchedulerCore:
         self.lent = set(state["lent"])
         self.serving_demand = int(state["serving_demand"])
         self.reclaims = int(state.get("reclaims", 0))
+        nr = state.get("next_round_s")
+        self.next_round_s = None if nr is None else float(nr)
         if state.get("rounds") is not None:
-            self._rounds = type(self.rounds).from_state(state["rounds"])  # type: ignore[attr-defined]
+            self.rounds.load_state(state["rounds"])
+        self.policy.load_state(state.get("policy") or {})
+        self.throughputs.load_state(state.get("throughputs") or {})
         for j in self.jobs.values():
             j.throughput = self._throughput_row(j)
         self._nodes_changed()
+        if "allocation" in state:
+            self.allocation = allocation_from_dict(state["allocation"])
+            self._dirty = bool(state["dirty"])

@@ -11,7 +11,7 @@ from __future__ import annotations
 import enum
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Literal, TypeAlias
+from typing import Any, Literal, TypeAlias
 
 GpuType: TypeAlias = str
 """A lower-case accelerator name (``"v100"``, ``"t4"``). Kept a plain string so that a
@@ -184,6 +184,18 @@ class ThroughputModel:
         """Steps/s of ``a`` and ``b`` sharing the same GPUs, or ``None`` if they cannot."""
         return None
 
+    def observe(self, spec: JobSpec, gpu_type: GpuType, workers: int, steps_per_s: float) -> None:
+        """A measured rate; a model that learns online keeps it (the base ignores it)."""
+
+    def to_state(self) -> dict[str, Any]:
+        """What :meth:`observe` taught the model (JSON-safe), persisted with the core so a
+        restarted scheduler sees the same throughputs as the one that died."""
+        return {}
+
+    def load_state(self, state: Mapping[str, Any]) -> None:
+        if state:
+            raise ValueError(f"{type(self).__name__} keeps no state, got {sorted(state)}")
+
 
 # ----------------------------------------------------------------------------- allocation
 
@@ -348,11 +360,6 @@ class ServingDemand:
     servers: int
 
 
-@dataclass(frozen=True, slots=True)
-class Tick:
-    """A round boundary: round-based policies may re-assign GPUs only here."""
-
-
 Event: TypeAlias = (
     JobSubmitted
     | JobCancelled
@@ -364,5 +371,18 @@ Event: TypeAlias = (
     | NodeUp
     | NodeDown
     | ServingDemand
-    | Tick
 )
+
+
+@dataclass(frozen=True, slots=True)
+class Decision:
+    """What one scheduling cycle decided: the actions to carry out, in order, and the
+    time at which the core wants to be stepped again even if no event arrives.
+
+    ``next_wakeup`` is how a round-based policy's round boundaries reach a driver: no
+    runtime keeps a round clock of its own, so the simulator and the live scheduler
+    follow one tick rule. ``None`` means "only an event can change anything".
+    """
+
+    actions: tuple[Action, ...]
+    next_wakeup: float | None

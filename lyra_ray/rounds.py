@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import random
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import Any
 
 from lyra_ray.model import (
@@ -179,6 +179,12 @@ class RoundMechanism:
             _last_reset=None if state["last_reset"] is None else float(state["last_reset"]),
             _rounds=int(state["rounds"]),
         )
+
+    def load_state(self, state: Mapping[str, Any]) -> None:
+        """Become the mechanism :meth:`to_state` saved, with every memo dropped."""
+        restored = self.from_state(state)
+        for f in fields(self):
+            setattr(self, f.name, getattr(restored, f.name))
 
     def priorities(self, snap: ClusterSnapshot) -> dict[GpuType, dict[str, float]]:
         """Current priority of every candidate entry per GPU type (for tests and reports)."""

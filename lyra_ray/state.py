@@ -7,10 +7,11 @@ resumes with nothing lost.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass, field, fields
 from typing import Any, cast
 
+from lyra_ray import model as m
 from lyra_ray.model import Assignment, GpuType, JobId, JobSpec, JobStatus, JobView
 
 
@@ -142,6 +143,26 @@ def spec_to_dict(spec: JobSpec) -> dict[str, Any]:
 
 def spec_from_dict(d: dict[str, Any]) -> JobSpec:
     return JobSpec(**d)
+
+
+def allocation_to_dict(a: m.Allocation) -> dict[str, Any]:
+    """The policy's last answer, JSON-safe: it stays in force until the next solve, so
+    a restarted core needs it to decide as the one that died."""
+    return {
+        "fractions": {k: dict(v) for k, v in sorted(a.fractions.items())},
+        "workers": {k: [g, n] for k, (g, n) in sorted(a.workers.items())},
+        "lend": sorted(a.lend),
+        "preferred_nodes": {k: list(v) for k, v in sorted(a.preferred_nodes.items())},
+    }
+
+
+def allocation_from_dict(d: Mapping[str, Any]) -> m.Allocation:
+    return m.Allocation(
+        fractions={k: {g: float(x) for g, x in v.items()} for k, v in d["fractions"].items()},
+        workers={k: (str(g), int(n)) for k, (g, n) in d["workers"].items()},
+        lend=frozenset(d["lend"]),
+        preferred_nodes={k: tuple(v) for k, v in d["preferred_nodes"].items()},
+    )
 
 
 def assignment_to_dict(a: Assignment | None) -> dict[str, Any] | None:

@@ -16,6 +16,7 @@ import ast
 import json
 from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
 from lyra_ray import scaling
 from lyra_ray.model import GpuType, JobSpec, ThroughputModel
@@ -140,6 +141,14 @@ class MeasuredThroughputs(ThroughputModel):
             self.measured[(spec.name, gpu_type)] = steps_per_s / scaling.speedup(
                 spec.scaling, workers
             )
+
+    def to_state(self) -> dict[str, Any]:
+        rows = [[name, g, v] for (name, g), v in sorted(self.measured.items())]
+        return {"measured": rows, "seed": self.seed.to_state()}
+
+    def load_state(self, state: Mapping[str, Any]) -> None:
+        self.measured = {(str(n), str(g)): float(v) for n, g, v in state.get("measured", [])}
+        self.seed.load_state(state.get("seed", {}))
 
     def throughput(self, spec: JobSpec, gpu_type: GpuType, workers: int) -> float:
         per_worker = self.measured.get((spec.name, gpu_type))

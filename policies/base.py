@@ -9,19 +9,61 @@ the baselines — takes the same frozen :class:`ClusterSnapshot` and returns an
 from __future__ import annotations
 
 import importlib
-from collections.abc import Callable
-from typing import Any, ClassVar, Protocol, TypeVar, runtime_checkable
+from collections.abc import Callable, Mapping
+from typing import Any, ClassVar, Protocol, TypeVar, cast, runtime_checkable
 
 from lyra_ray.model import Allocation, ClusterSnapshot
 
 
 @runtime_checkable
 class Policy(Protocol):
-    """An allocation policy: a pure function of the snapshot (it may keep caches)."""
+    """An allocation policy: a pure function of the snapshot and of its own saved state.
+
+    Every hook the core may use is declared here; :class:`PolicyBase` gives each its
+    default, so the core never probes a policy for optional attributes.
+    """
 
     name: ClassVar[str]
+    shuffle_round_types: ClassVar[bool]
+    """Whether the round mechanism shuffles the GPU-type order each round (Gavel does
+    so for its heterogeneity-agnostic policies)."""
+    round_skip_zero_priority: ClassVar[bool]
+    """Whether the round mechanism leaves GPUs idle rather than give them to entries the
+    allocation gives nothing (Gavel's rule for FIFO)."""
 
     def allocate(self, snap: ClusterSnapshot) -> Allocation: ...
+
+    def to_state(self) -> dict[str, Any]:
+        """Whatever earlier calls left behind that changes later answers (JSON-safe).
+
+        The scheduler persists it with the core's state, so a restarted scheduler makes
+        the same next decision as the one that died. Caches that only save time are
+        not state and stay out of it.
+        """
+        ...
+
+    def load_state(self, state: Mapping[str, Any]) -> None: ...
+
+
+class PolicyBase:
+    """The defaults of every :class:`Policy` hook, in one place: no round quirks and no
+    state carried between calls. Subclasses override what they need."""
+
+    name: ClassVar[str] = ""
+    shuffle_round_types: ClassVar[bool] = False
+    round_skip_zero_priority: ClassVar[bool] = False
+
+    def allocate(self, snap: ClusterSnapshot) -> Allocation:
+        raise NotImplementedError
+
+    def to_state(self) -> dict[str, Any]:
+        return {}
+
+    def load_state(self, state: Mapping[str, Any]) -> None:
+        if state:
+            raise ValueError(
+                f"policy {self.name!r} keeps no state, but a saved state has {sorted(state)}"
+            )
 
 
 class PolicyError(ValueError):
@@ -73,6 +115,22 @@ def get_policy(spec: str, **kwargs: Any) -> Policy:
                 f"unknown policy {spec!r}; known: {', '.join(sorted(_REGISTRY)) or '(none)'}"
             )
         policy = _REGISTRY[spec](**kwargs)
-    if not isinstance(policy, Policy):
-        raise PolicyError(f"policy {spec!r} has no allocate(snapshot) method")
-    return policy
+    missing = [k for k in _HOOKS if not hasattr(policy, k)]
+    if missing:
+        raise PolicyError(
+            f"policy {spec!r} lacks {', '.join(missing)}: "
+            "subclass policies.base.PolicyBase for the defaults"
+        )
+    return cast(Policy, policy)
+
+
+_HOOKS = (
+    "name",
+    "shuffle_round_types",
+    "round_skip_zero_priority",
+    "allocate",
+    "to_state",
+    "load_state",
+)
+"""The members of :class:`Policy` (checked by name: a ``module:Class`` policy comes from
+user code, and a missing hook must fail at load time with its name, not mid-cycle)."""

@@ -104,7 +104,7 @@ class GlobalScheduler:
             lambda j: self.core.jobs[j].spec, self.cfg.storage_path, self.cfg.grace_s
         )
         self.reasons: dict[str, str] = {}
-        self.last_tick = 0.0
+        self.next_wakeup: float | None = None
         self.cycle_s: list[dict[str, float]] = []
         self.restarts = 0
         saved = self.store.load()
@@ -113,7 +113,7 @@ class GlobalScheduler:
             self.runtime.load_state(saved["runtime"])
             self.runtime.seed_nodes(self.core.nodes.values())
             self.reasons = dict(saved.get("reasons", {}))
-            self.last_tick = float(saved.get("last_tick", 0.0))
+            self.next_wakeup = self.core.next_round_s
             self.restarts = int(saved.get("restarts", 0)) + 1
             desired = {
                 j.id: j.current
@@ -129,12 +129,18 @@ class GlobalScheduler:
     # ------------------------------------------------------------------ the loop
 
     def _loop(self) -> None:
+        """The core's loop (see :mod:`lyra_ray.core`): fold, decide, persist, apply, then
+        wait for the next event or the core's next wakeup. Events are Ray's state, which
+        is polled, so the wait is at most ``period_s``; a submit or cancel wakes it."""
         while not self._stopped:
             try:
                 self.cycle()
             except Exception:
                 log.exception("scheduling cycle failed")
-            self.wake.wait(self.cfg.period_s)
+            wait = self.cfg.period_s
+            if self.next_wakeup is not None:
+                wait = min(wait, max(0.0, self.next_wakeup - time.time()))
+            self.wake.wait(wait)
             self.wake.clear()
 
     def cycle(self) -> int:
@@ -150,15 +156,15 @@ class GlobalScheduler:
                     events.append(m.JobCancelled(jid))
             events += self.runtime.poll()
             now = max(time.time(), self.core.now)
-            if now - self.last_tick >= self.cfg.round_s:
-                events.append(m.Tick())
-                self.last_tick = now
             for e in events:
                 if isinstance(e, m.JobFailed):
                     self.reasons[e.job_id] = e.reason
             t0 = time.perf_counter()
-            actions = self.core.step(now, events)
+            self.core.fold(now, events)
+            decision = self.core.decide()
             step_s = time.perf_counter() - t0
+            actions = decision.actions
+            self.next_wakeup = decision.next_wakeup
             if events or actions or self.runtime.dirty:
                 self._save([r[0] for r in rows])
             if actions:
@@ -184,7 +190,6 @@ class GlobalScheduler:
                 "core": self.core.to_state(),
                 "runtime": self.runtime.to_state(),
                 "reasons": self.reasons,
-                "last_tick": self.last_tick,
                 "restarts": self.restarts,
             },
             consumed,

@@ -100,9 +100,13 @@ def _stats(values: list[float], prefix: str) -> dict[str, float | None]:
 
 
 def job_records(core: SchedulerCore, order: list[str]) -> list[dict[str, Any]]:
+    """One record per submitted job; a run cut short (``max_time_s``) before a job's
+    arrival has no record of it."""
     out = []
     for idx, jid in enumerate(order):
-        j = core.jobs[jid]
+        j = core.jobs.get(jid)
+        if j is None:
+            continue
         jct = (
             None
             if j.finish_s is None or j.status is not JobStatus.FINISHED

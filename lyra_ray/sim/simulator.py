@@ -1,8 +1,9 @@
 """The simulation loop: trace arrivals and serving demand in, the real core in the middle.
 
 Time jumps from one interesting instant to the next — an arrival, a predicted
-completion, a round boundary, a change of serving demand — so a 3,000-job trace costs
-a few thousand core steps, not one per simulated second.
+completion, the core's next wakeup (a round boundary), a change of serving demand — so
+a 3,000-job trace costs a few thousand core steps, not one per simulated second. The
+loop is the core's (see :mod:`lyra_ray.core`): fold, decide, apply, wait.
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ from policies.base import Policy
 
 log = logging.getLogger(__name__)
 
-_QUIET = (m.JobsProgress, m.JobProgress, m.Tick)
+_QUIET = (m.JobsProgress, m.JobProgress)
 """Events that change no usage sample (busy, lent, serving, queued, running) by themselves."""
 
 
@@ -78,13 +79,13 @@ class Simulator:
             total_gpus=sum(n.num_gpus for n in self.nodes),
         )
         core, rt = self.core, self.runtime
-        next_tick: float | None = None
+        next_wakeup: float | None = None
         steps = done = 0
         total = len(specs)
         while True:
             t_evt = queue.peek_time()
             t_done = rt.next_completion()
-            candidates = [x for x in (t_evt, t_done, next_tick) if x is not None]
+            candidates = [x for x in (t_evt, t_done, next_wakeup) if x is not None]
             # Finished once every job is done: serving-demand changes after the last
             # completion would only stretch the usage denominators.
             if not candidates or done >= total:
@@ -94,28 +95,21 @@ class Simulator:
                 break
             rt.advance(t)
             events = queue.pop_until(t)
-            tick = False
-            if next_tick is not None and t >= next_tick:
-                tick, next_tick = True, None
-            elif next_tick is None and any(isinstance(e, m.JobSubmitted) for e in events):
-                tick = True  # an idle cluster starts a round on arrival
             # Mid-round, a core that holds every job where it is reads no progress: hold
             # the reports back (they are absolute) instead of folding ~one per job.
             quiet = (
-                not tick
+                not core.round_due(t, events)
                 and core.holds_mid_round()
                 and not any(isinstance(e, m.NodeUp | m.NodeDown) for e in events)
             )
             events += rt.poll(progress=not quiet)
-            if tick:
-                events.append(m.Tick())
-            actions = core.step(t, events)
-            rt.apply(actions)
-            if actions or any(not isinstance(e, _QUIET) for e in events):
+            core.fold(t, events)
+            decision = core.decide()
+            rt.apply(decision.actions)
+            next_wakeup = decision.next_wakeup
+            if decision.actions or any(not isinstance(e, _QUIET) for e in events):
                 recorder.record(t, core)  # else the usage sample would repeat the last one
             done += sum(1 for e in events if isinstance(e, m.JobCompleted))
-            if next_tick is None and core.allocation.fractions and core.active():
-                next_tick = t + self.round_s  # only round-based allocations need rounds
             steps += 1
             if progress is not None and steps % 256 == 0:
                 progress(done, total)

@@ -12,11 +12,11 @@ from __future__ import annotations
 from typing import ClassVar
 
 from lyra_ray.model import Allocation, ClusterSnapshot, GpuType, JobId
-from policies.base import register
+from policies.base import PolicyBase, register
 
 
 @register
-class FifoNonPreemptive:
+class FifoNonPreemptive(PolicyBase):
     name: ClassVar[str] = "fifo_nonpreemptive"
 
     def allocate(self, snap: ClusterSnapshot) -> Allocation:

@@ -21,7 +21,7 @@ import scipy.sparse as sp
 from numpy.typing import NDArray
 
 from lyra_ray.model import Allocation, ClusterSnapshot
-from policies.base import register
+from policies.base import PolicyBase, register
 from policies.gavel.highs_model import INF, new_highs, pass_lp, run_simplex
 from policies.gavel.inputs import FloatArray, build_problem, to_allocation
 
@@ -67,7 +67,7 @@ def _transport(
 
 
 @register
-class AlloX:
+class AlloX(PolicyBase):
     name: ClassVar[str] = "allox"
     shuffle_round_types: ClassVar[bool] = True
     """Gavel shuffles GPU types each round for policies without "Perf" in the name."""

@@ -15,7 +15,7 @@ from typing import ClassVar
 import numpy as np
 
 from lyra_ray.model import Allocation, ClusterSnapshot, GpuType
-from policies.base import register
+from policies.base import PolicyBase, register
 from policies.gavel.inputs import FloatArray, Problem, build_problem, to_allocation
 from policies.gavel.max_sum_throughput import solve_sum
 
@@ -39,7 +39,7 @@ def prices(p: Problem, table: Mapping[GpuType, float]) -> FloatArray:
 
 
 @register
-class MaxSumThroughputNormalizedByCostPerf:
+class MaxSumThroughputNormalizedByCostPerf(PolicyBase):
     """Maximise total throughput per dollar (no SLOs)."""
 
     name: ClassVar[str] = "max_sum_throughput_normalized_by_cost_perf"

@@ -12,14 +12,15 @@ runs a zero-priority job on idle GPUs: ``round_skip_zero_priority``.
 from __future__ import annotations
 
 import random
-from typing import ClassVar
+from collections.abc import Mapping
+from typing import Any, ClassVar
 
 from lyra_ray.model import Allocation, ClusterSnapshot, GpuType, JobId
-from policies.base import register
+from policies.base import PolicyBase, register
 
 
 @register
-class FifoPerf:
+class FifoPerf(PolicyBase):
     name: ClassVar[str] = "fifo_perf"
     agnostic: ClassVar[bool] = False
     round_skip_zero_priority: ClassVar[bool] = True
@@ -27,6 +28,14 @@ class FifoPerf:
     def __init__(self, seed: int = 0) -> None:
         self.seed = seed
         self._kept: dict[JobId, GpuType] = {}
+
+    def to_state(self) -> dict[str, Any]:
+        """The GPU type each job was given: ``fifo`` keeps a job there until it ends."""
+        return {"kept": dict(sorted(self._kept.items()))}
+
+    def load_state(self, state: Mapping[str, Any]) -> None:
+        kept = state.get("kept", {})
+        self._kept = {str(j): str(g) for j, g in kept.items()}
 
     def allocate(self, snap: ClusterSnapshot) -> Allocation:
         free = dict(snap.gpus_by_type())

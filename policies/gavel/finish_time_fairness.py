@@ -23,7 +23,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from lyra_ray.model import Allocation, ClusterSnapshot
-from policies.base import register
+from policies.base import PolicyBase, register
 from policies.gavel.inputs import (
     FloatArray,
     Problem,
@@ -109,7 +109,7 @@ def solve_ftf(p: Problem, now: float, tol: float = 1e-10) -> tuple[FloatArray, f
 
 
 @register
-class FinishTimeFairnessPerf:
+class FinishTimeFairnessPerf(PolicyBase):
     """Heterogeneity-aware finish-time fairness (Gavel: ``finish_time_fairness_perf``)."""
 
     name: ClassVar[str] = "finish_time_fairness_perf"

@@ -16,13 +16,13 @@ from typing import ClassVar
 import numpy as np
 
 from lyra_ray.model import Allocation, ClusterSnapshot
-from policies.base import register
+from policies.base import PolicyBase, register
 from policies.gavel.inputs import build_problem, isolated_allocation, to_allocation
 from policies.gavel.pairs import candidate_pairs
 
 
 @register
-class Gandiva:
+class Gandiva(PolicyBase):
     name: ClassVar[str] = "gandiva"
     shuffle_round_types: ClassVar[bool] = True
     """Gavel shuffles GPU types each round for policies without "Perf" in the name."""

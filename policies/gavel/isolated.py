@@ -9,12 +9,12 @@ from __future__ import annotations
 from typing import ClassVar
 
 from lyra_ray.model import Allocation, ClusterSnapshot
-from policies.base import register
+from policies.base import PolicyBase, register
 from policies.gavel.inputs import build_problem, isolated_allocation, to_allocation
 
 
 @register
-class Isolated:
+class Isolated(PolicyBase):
     name: ClassVar[str] = "isolated"
     shuffle_round_types: ClassVar[bool] = True
     """Gavel shuffles GPU types each round for policies without "Perf" in the name."""

@@ -18,7 +18,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from lyra_ray.model import Allocation, ClusterSnapshot
-from policies.base import register
+from policies.base import PolicyBase, register
 from policies.gavel.ecos_las import EcosFailed, solve_las_ecos
 from policies.gavel.inputs import (
     FloatArray,
@@ -92,7 +92,7 @@ def solve_las(
 
 
 @register
-class MaxMinFairnessPerf:
+class MaxMinFairnessPerf(PolicyBase):
     """Heterogeneity-aware LAS (Gavel: ``max_min_fairness_perf``)."""
 
     name: ClassVar[str] = "max_min_fairness_perf"

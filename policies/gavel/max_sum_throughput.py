@@ -15,7 +15,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from lyra_ray.model import Allocation, ClusterSnapshot
-from policies.base import register
+from policies.base import PolicyBase, register
 from policies.gavel.inputs import FloatArray, Problem, build_problem, to_allocation
 from policies.gavel.lp import SolverError, base_constraints, solve_min, utility_matrix
 
@@ -49,7 +49,7 @@ def solve_sum(
 
 
 @register
-class MaxSumThroughputPerf:
+class MaxSumThroughputPerf(PolicyBase):
     """Heterogeneity-aware total-throughput maximisation."""
 
     name: ClassVar[str] = "max_sum_throughput_perf"

@@ -19,7 +19,7 @@ import scipy.sparse as sp
 from numpy.typing import NDArray
 
 from lyra_ray.model import Allocation, ClusterSnapshot
-from policies.base import register
+from policies.base import PolicyBase, register
 from policies.gavel.highs_model import INF, new_highs, pass_lp, run_simplex
 from policies.gavel.inputs import FloatArray, Problem, build_problem, to_allocation
 
@@ -76,7 +76,7 @@ def solve_makespan(p: Problem) -> tuple[FloatArray, float]:
 
 
 @register
-class MinTotalDurationPerf:
+class MinTotalDurationPerf(PolicyBase):
     """Heterogeneity-aware makespan minimisation (Gavel: ``min_total_duration_perf``)."""
 
     name: ClassVar[str] = "min_total_duration_perf"

@@ -16,7 +16,7 @@ import scipy.sparse as sp
 from numpy.typing import NDArray
 
 from lyra_ray.model import Allocation, ClusterSnapshot
-from policies.base import register
+from policies.base import PolicyBase, register
 from policies.gavel.inputs import FloatArray, Problem, build_problem, to_allocation
 from policies.gavel.lp import base_constraints, max_min
 from policies.gavel.pairs import Pairs, candidate_pairs
@@ -71,7 +71,7 @@ def solve_packed_las(snap: ClusterSnapshot, p: Problem, top_k: int = 8) -> tuple
     return _split(p, pairs, res.x), res.level
 
 
-class _Packed:
+class _Packed(PolicyBase):
     name: ClassVar[str]
 
     def __init__(self, top_k: int = 8) -> None:

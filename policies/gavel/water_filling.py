@@ -29,7 +29,7 @@ import scipy.sparse as sp
 from numpy.typing import NDArray
 
 from lyra_ray.model import Allocation, ClusterSnapshot
-from policies.base import register
+from policies.base import PolicyBase, register
 from policies.gavel.highs_incremental import LevelLP, LevelSolution
 from policies.gavel.inputs import FloatArray, Problem, build_problem, to_allocation
 from policies.gavel.lp import base_constraints, utility_matrix
@@ -202,7 +202,7 @@ def solve_water_filling(p: Problem, agnostic: bool) -> tuple[FloatArray, FloatAr
 
 
 @register
-class MaxMinFairnessWaterFillingPerf:
+class MaxMinFairnessWaterFillingPerf(PolicyBase):
     """Hierarchical, heterogeneity-aware, Pareto-efficient max-min fairness."""
 
     name: ClassVar[str] = "max_min_fairness_water_filling_perf"

@@ -27,7 +27,7 @@ from collections.abc import Sequence
 from typing import ClassVar
 
 from lyra_ray.model import Allocation, ClusterSnapshot, GpuType, JobId, JobView, NodeId
-from policies.base import register
+from policies.base import PolicyBase, register
 from policies.lyra.flexible import greedy_spare, share_spare
 from policies.lyra.loaning import LoanDecision, ReclaimMode, decide_loans
 from policies.lyra.projection import FluidJob
@@ -40,7 +40,7 @@ def requested_workers(job: JobView) -> int:
     return max(job.spec.min_workers, min(job.spec.max_workers, want))
 
 
-class LyraPolicy:
+class LyraPolicy(PolicyBase):
     """Loaning + two-phase allocation; the flags give the paper's comparison scenarios."""
 
     name: ClassVar[str] = "lyra"

@@ -11,9 +11,10 @@ from __future__ import annotations
 from typing import ClassVar
 
 from lyra_ray.model import Allocation, ClusterSnapshot, GpuType, JobId, JobView
+from policies.base import PolicyBase
 
 
-class GreedyElastic:
+class GreedyElastic(PolicyBase):
     name: ClassVar[str] = "greedy_elastic_test"
 
     def allocate(self, snap: ClusterSnapshot) -> Allocation:

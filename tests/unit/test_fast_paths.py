@@ -59,15 +59,21 @@ def _schedule(
     if not shortcuts:  # every step takes the full cycle and reads every progress report
         core.holds_mid_round = lambda: False  # type: ignore[method-assign]
     seen: list[tuple[Any, ...]] = []  # what policies saw at every round boundary
-    step = core.step
+    fold, decide = core.fold, core.decide
+    due: list[bool] = []
 
-    def logged(now: float, events: list[m.Event]) -> list[m.Action]:
-        out = step(now, events)
-        if any(isinstance(e, m.Tick) for e in events):
-            seen.append((now, core.snapshot().jobs, tuple(out)))
+    def folded(now: float, events: list[m.Event]) -> None:
+        due.append(core.round_due(now, events))
+        fold(now, events)
+
+    def logged() -> m.Decision:
+        out = decide()
+        if due.pop():
+            seen.append((core.now, core.snapshot().jobs, out.actions))
         return out
 
-    core.step = logged  # type: ignore[method-assign]
+    core.fold = folded  # type: ignore[method-assign]
+    core.decide = logged  # type: ignore[method-assign]
     res = sim.run(specs)
     return seen + [
         (r["id"], r["finish_s"], r["first_start_s"], r["preemptions"], r["steps_done"])
@@ -106,10 +112,10 @@ def test_the_core_holds_only_a_settled_fraction_allocation() -> None:
     assert not core.holds_mid_round()  # nothing placed yet
     nodes = [m.Node("v100-0", "v100", 1), m.Node("v100-1", "v100", 1)]
     events: list[m.Event] = [m.NodeUp(n) for n in nodes]
-    events += [m.JobSubmitted("a", job("a", 100.0)), m.Tick()]
-    assert core.step(0.0, events)
+    events += [m.JobSubmitted("a", job("a", 100.0))]
+    assert core.step(0.0, events).actions
     assert core.holds_mid_round()
-    assert core.step(10.0, [m.JobSubmitted("b", job("b", 100.0))]) == []
+    assert core.step(10.0, [m.JobSubmitted("b", job("b", 100.0))]).actions == ()
     assert core.jobs["b"].current is None  # b waits for the next round, as without the hold
     core.allocation = m.Allocation(workers={"a": ("v100", 1)})
     assert not core.holds_mid_round()  # integral workers may change mid-round

@@ -24,7 +24,7 @@ def _core(min_lease_s: float) -> SchedulerCore:
     )
     events: list[m.Event] = [m.NodeUp(n) for n in cluster(v100=1)]
     events += [m.JobSubmitted("a", job("a", 1000)), m.JobSubmitted("b", job("b", 1000))]
-    core.step(0.0, [*events, m.Tick()])
+    core.step(0.0, events)
     return core
 
 
@@ -35,7 +35,7 @@ def _running(core: SchedulerCore) -> set[str]:
 def test_without_a_lease_the_round_swaps_jobs() -> None:
     core = _core(0.0)
     first = _running(core)
-    core.step(10.0, [m.Tick()])
+    core.step(10.0, [])
     assert _running(core) and _running(core) != first
 
 
@@ -43,21 +43,21 @@ def test_a_job_still_starting_is_not_preempted_within_the_startup_grace() -> Non
     core = _core(30.0)
     (first,) = _running(core)
     for t in (10.0, 20.0, 50.0, 90.0):
-        acts = core.step(t, [m.Tick()])
+        acts = core.step(t, []).actions
         assert _running(core) == {first}, t
         assert not any(isinstance(a, m.Preempt) for a in acts)
         check_invariants(core)
-    core.step(110.0, [m.Tick()])  # grace over and still no step: it yields
+    core.step(110.0, [])  # grace over and still no step: it yields
     assert _running(core) != {first}
 
 
 def test_the_lease_counts_from_the_first_step() -> None:
     core = _core(30.0)
     (first,) = _running(core)
-    core.step(40.0, [m.JobProgress(first, 5.0), m.Tick()])  # first step seen at t=40
-    core.step(60.0, [m.JobProgress(first, 25.0), m.Tick()])
+    core.step(40.0, [m.JobProgress(first, 5.0)])  # first step seen at t=40
+    core.step(60.0, [m.JobProgress(first, 25.0)])
     assert _running(core) == {first}
-    acts = core.step(70.0, [m.Tick()])  # 30 s after the first step: lease over
+    acts = core.step(70.0, []).actions  # 30 s after the first step: lease over
     assert m.Preempt(first) in acts
     assert _running(core) != {first}
 
@@ -65,7 +65,7 @@ def test_the_lease_counts_from_the_first_step() -> None:
 def test_lease_fields_survive_a_restart() -> None:
     core = _core(30.0)
     (first,) = _running(core)
-    core.step(40.0, [m.JobProgress(first, 5.0), m.Tick()])
+    core.step(40.0, [m.JobProgress(first, 5.0)])
     again = SchedulerCore(
         get_policy("max_min_fairness"), CatalogueThroughputs({}), 10.0, min_lease_s=30.0
     )
