@@ -6,6 +6,8 @@ PYTHON ?= $(shell test -x /usr/bin/python3.11 && /usr/bin/python3.11 -m venv --h
 VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-stamp
+# The pure layers (no Ray; tests/unit/test_purity.py): ruff-formatted and mypy-strict.
+PURE := lyra_ray/model lyra_ray/scheduling lyra_ray/sim policies placement
 export RAY_USAGE_STATS_ENABLED := 0
 export PYTHONUNBUFFERED := 1
 
@@ -34,8 +36,8 @@ test-unit: $(STAMP)
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check .
-	$(VENV)/bin/ruff format --check lyra_ray/model.py lyra_ray/core.py lyra_ray/sim policies placement
-	$(VENV)/bin/mypy lyra_ray/model.py lyra_ray/core.py lyra_ray/state.py lyra_ray/diff.py lyra_ray/interfaces.py lyra_ray/round_greedy.py lyra_ray/type_order.py lyra_ray/sim lyra_ray/runtime policies placement
+	$(VENV)/bin/ruff format --check $(PURE)
+	$(VENV)/bin/mypy $(PURE) lyra_ray/runtime lyra_ray/serving
 
 bench: $(STAMP)
 	@for b in benchmarks/*.py; do echo "== $$b"; $(PY) $$b || exit 1; done

@@ -52,9 +52,9 @@ def job(name: str, steps: int, sleep: float, ckpt: int = 10) -> dict[str, Any]:
 def pure_baseline(queued: int, probe: int) -> list[float]:
     """core.step times for the same arrivals with the same policy, no Ray."""
     from lyra_ray import model as m
-    from lyra_ray.core import SchedulerCore
-    from lyra_ray.spec import parse_job_spec
-    from lyra_ray.throughput import MeasuredThroughputs, catalogue_throughputs
+    from lyra_ray.model.spec import parse_job_spec
+    from lyra_ray.model.throughput import MeasuredThroughputs, catalogue_throughputs
+    from lyra_ray.scheduling.core import SchedulerCore
     from policies.base import get_policy
 
     core = SchedulerCore(

@@ -37,11 +37,10 @@ import time
 from pathlib import Path
 from typing import Any
 
-from lyra_ray import scaling
-from lyra_ray.model import JobSpec, Node
+from lyra_ray.model import JobSpec, Node, scaling
+from lyra_ray.model.throughput import SpecThroughputs
 from lyra_ray.sim.serving import demand_series, diurnal, mean_utilisation
 from lyra_ray.sim.simulator import Simulator
-from lyra_ray.throughput import SpecThroughputs
 from policies.base import get_policy
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -59,7 +59,7 @@ REF_MAX_N = {"default": 2048, "max_min_fairness_water_filling_perf": 64}
 def make_snapshot(n: int, seed: int) -> tuple[ClusterSnapshot, str]:
     path = SHARED / "gavel" / "simulation_throughputs.json"
     if path.exists():
-        from lyra_ray.throughput import load_gavel_throughputs
+        from lyra_ray.model.throughput import load_gavel_throughputs
 
         model = load_gavel_throughputs(path)
         types = sorted(model.job_types)

@@ -23,7 +23,7 @@ import torch
 import torch.distributed as dist
 from torch import nn
 
-from jobs.checkpointing import StepLoop
+from lyra_ray.train import StepLoop
 
 log = logging.getLogger(__name__)
 

@@ -18,7 +18,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any, TypeVar
 
-from lyra_ray.runtime.local import recorded_auth_mode
+from lyra_ray.runtime.home import recorded_auth_mode
 
 if "RAY_AUTH_MODE" not in os.environ:
     # Ray reads the auth mode once, when it is imported, and a client given an explicit
@@ -30,15 +30,14 @@ if "RAY_AUTH_MODE" not in os.environ:
 
 import ray
 
-from jobs.checkpointing import NAMESPACE
-from lyra_ray.errors import InputError
 from lyra_ray.model import JobSpec
-from lyra_ray.spec import load_job_file, parse_job_spec
-from lyra_ray.state import spec_to_dict
+from lyra_ray.model.errors import InputError
+from lyra_ray.model.spec import load_job_file, parse_job_spec
+from lyra_ray.model.state import spec_to_dict
+from lyra_ray.runtime.names import NAMESPACE, SCHEDULER_ACTOR
 
 SpecError = InputError
 TERMINAL = frozenset({"finished", "cancelled", "failed"})
-SCHEDULER_ACTOR = "lyra-scheduler"
 T = TypeVar("T")
 
 

@@ -13,7 +13,7 @@ import time
 
 import numpy as np
 
-from lyra_ray.errors import InputError
+from lyra_ray.model.errors import InputError
 from moe_serving.bench import BenchSetup, config_from_args, phase1_plan
 from moe_serving.model import MoEModel
 from moe_serving.workload import sample_batch, topic_mix

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from lyra_ray.core import SchedulerCore
 from lyra_ray.model import JobSpec, JobStatus, Node
+from lyra_ray.scheduling.core import SchedulerCore
 
 
 def job(

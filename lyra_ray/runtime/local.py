@@ -24,7 +24,8 @@ from typing import Any
 
 import yaml
 
-from lyra_ray.errors import InputError
+from lyra_ray.model.errors import InputError
+from lyra_ray.runtime.home import lyra_home
 
 log = logging.getLogger(__name__)
 
@@ -67,12 +68,6 @@ def _free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def _home(d: str | None) -> Path:
-    p = Path(d or os.environ.get("LYRA_HOME") or Path.home() / ".lyra")
-    p.mkdir(parents=True, exist_ok=True)
-    return p
-
-
 def _ray_bin() -> str:
     return str(Path(sys.executable).with_name("ray"))
 
@@ -101,7 +96,7 @@ def up(
         os.environ["RAY_AUTH_MODE"] = auth_mode()
     from lyra_ray.runtime.scheduler import SchedulerConfig
 
-    h = _home(home)
+    h = lyra_home(home)
     # A --local cluster keeps its scheduler state and checkpoints beside its own processes,
     # so a new `lyra up` starts clean instead of inheriting an old cluster's jobs.
     local = {"state_dir": str(h / "state"), "storage_path": str(h / "checkpoints")}
@@ -136,16 +131,6 @@ def auth_mode() -> str:
             [_ray_bin(), "get-auth-token", "--generate"], check=True, capture_output=True
         )
     return mode
-
-
-def recorded_auth_mode(home: str | None = None) -> str | None:
-    """The auth mode of the cluster `lyra up` started here, if one is running."""
-    f = _home(home) / "up.json"
-    try:
-        mode = json.loads(f.read_text()).get("auth_mode")
-    except (OSError, ValueError):
-        return None
-    return str(mode) if mode else None
 
 
 def _token_available() -> bool:
@@ -257,7 +242,7 @@ def _exited(pid: int) -> bool:
 
 def down(home: str | None = None, timeout: float = 30.0) -> int:
     """End the process groups `up` started (SIGTERM, then SIGKILL); returns how many."""
-    h = _home(home)
+    h = lyra_home(home)
     f = h / "up.json"
     if not f.exists():
         return 0

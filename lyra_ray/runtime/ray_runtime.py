@@ -24,12 +24,12 @@ from typing import Any
 
 import ray
 
-from jobs.checkpointing import latest_checkpoint
 from lyra_ray import model as m
+from lyra_ray.model.state import assignment_from_dict, assignment_to_dict
 from lyra_ray.runtime import runs
 from lyra_ray.runtime.control import get_or_create_control
 from lyra_ray.runtime.inventory import Inventory
-from lyra_ray.state import assignment_from_dict, assignment_to_dict
+from lyra_ray.train.step_loop import latest_checkpoint
 
 log = logging.getLogger(__name__)
 
@@ -54,7 +54,7 @@ class RunRecord:
 
 
 class RayRuntime:
-    """The live :class:`lyra_ray.core.Runtime`."""
+    """The live :class:`lyra_ray.scheduling.core.Runtime`."""
 
     def __init__(
         self,

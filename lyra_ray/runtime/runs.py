@@ -8,7 +8,7 @@ the Train controller and its workers it owns, and (with the dashboard on) frees 
 GPUs in about a second.
 
 The run name and storage path are stable per job, so a rerun writes its checkpoints
-next to the old ones and :func:`jobs.checkpointing.latest_checkpoint` finds the newest.
+next to the old ones and :func:`lyra_ray.train.step_loop.latest_checkpoint` finds the newest.
 """
 
 from __future__ import annotations
@@ -22,9 +22,10 @@ from typing import Any
 
 import ray
 
-from jobs.checkpointing import NAMESPACE, RESUME_KEY, latest_checkpoint
 from lyra_ray.runtime.control import get_or_create_control
 from lyra_ray.runtime.inventory import GPU_TYPE_LABEL
+from lyra_ray.runtime.names import NAMESPACE
+from lyra_ray.train.step_loop import RESUME_KEY, latest_checkpoint
 
 log = logging.getLogger(__name__)
 

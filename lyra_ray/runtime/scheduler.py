@@ -25,17 +25,16 @@ from typing import Any
 
 import ray
 
-from jobs.checkpointing import NAMESPACE
 from lyra_ray import model as m
-from lyra_ray.core import SchedulerCore, default_rounds
-from lyra_ray.errors import InputError
+from lyra_ray.model.errors import InputError
+from lyra_ray.model.spec import parse_job_spec
+from lyra_ray.model.state import assignment_to_dict, spec_from_dict, spec_to_dict
+from lyra_ray.model.throughput import MeasuredThroughputs, catalogue_throughputs
+from lyra_ray.runtime.names import NAMESPACE, SCHEDULER_ACTOR
 from lyra_ray.runtime.ray_runtime import RayRuntime
 from lyra_ray.runtime.runs import load_entrypoint
 from lyra_ray.runtime.store import StateStore
-from lyra_ray.sdk import SCHEDULER_ACTOR
-from lyra_ray.spec import parse_job_spec
-from lyra_ray.state import assignment_to_dict, spec_from_dict, spec_to_dict
-from lyra_ray.throughput import MeasuredThroughputs, catalogue_throughputs
+from lyra_ray.scheduling.core import SchedulerCore, default_rounds
 from policies.base import get_policy
 
 log = logging.getLogger(__name__)
@@ -129,7 +128,7 @@ class GlobalScheduler:
     # ------------------------------------------------------------------ the loop
 
     def _loop(self) -> None:
-        """The core's loop (see :mod:`lyra_ray.core`): fold, decide, persist, apply, then
+        """The core's loop (see :mod:`lyra_ray.scheduling.core`): fold, decide, persist, apply, then
         wait for the next event or the core's next wakeup. Events are Ray's state, which
         is polled, so the wait is at most ``period_s``; a submit or cancel wakes it."""
         while not self._stopped:

@@ -11,8 +11,8 @@ from typing import Any
 
 import numpy as np
 
-from lyra_ray.core import SchedulerCore
 from lyra_ray.model import JobStatus, Node
+from lyra_ray.scheduling.core import SchedulerCore
 
 
 @dataclass(slots=True)

@@ -22,8 +22,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from lyra_ray.errors import InputError
 from lyra_ray.model import ServingDemand
+from lyra_ray.model.errors import InputError
 
 DAY_S = 86_400.0
 

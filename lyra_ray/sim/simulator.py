@@ -3,7 +3,7 @@
 Time jumps from one interesting instant to the next — an arrival, a predicted
 completion, the core's next wakeup (a round boundary), a change of serving demand — so
 a 3,000-job trace costs a few thousand core steps, not one per simulated second. The
-loop is the core's (see :mod:`lyra_ray.core`): fold, decide, apply, wait.
+loop is the core's (see :mod:`lyra_ray.scheduling.core`): fold, decide, apply, wait.
 """
 
 from __future__ import annotations
@@ -15,8 +15,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from lyra_ray import model as m
-from lyra_ray.core import SchedulerCore
 from lyra_ray.model import JobSpec, Node
+from lyra_ray.scheduling.core import SchedulerCore
 from lyra_ray.sim.events import EventQueue
 from lyra_ray.sim.metrics import Recorder, job_records, summarise
 from lyra_ray.sim.runtime import SimRuntime

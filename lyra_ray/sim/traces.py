@@ -19,9 +19,9 @@ from collections.abc import Iterable
 from datetime import datetime
 from pathlib import Path
 
-from lyra_ray.errors import InputError
 from lyra_ray.model import JobSpec
-from lyra_ray.spec import load_job_file
+from lyra_ray.model.errors import InputError
+from lyra_ray.model.spec import load_job_file
 
 GAVEL_FIELDS = (
     "job_type",

@@ -9,9 +9,9 @@ import pytest
 
 from lyra_ray.cli import main
 from lyra_ray.model import JobSpec, Node
+from lyra_ray.model.throughput import SpecThroughputs
 from lyra_ray.sim.serving import DemandPoint, demand_events, diurnal
 from lyra_ray.sim.simulator import Simulator
-from lyra_ray.throughput import SpecThroughputs
 from policies.base import get_policy
 
 DATA = Path(__file__).resolve().parents[1] / "data"
@@ -122,7 +122,7 @@ def test_serving_demand_points_become_events_only_on_change() -> None:
 
 
 def test_demand_csv_round_trip_and_errors_name_file_line_field(tmp_path: Path) -> None:
-    from lyra_ray.errors import InputError
+    from lyra_ray.model.errors import InputError
     from lyra_ray.sim.serving import read_demand_csv
 
     good = tmp_path / "d.csv"

@@ -17,11 +17,11 @@ from pathlib import Path
 import pytest
 
 from lyra_ray import model as m
-from lyra_ray.core import SchedulerCore
 from lyra_ray.model import JobSpec, Node
+from lyra_ray.model.throughput import SpecThroughputs, load_gavel_throughputs
+from lyra_ray.scheduling.core import SchedulerCore
 from lyra_ray.sim.simulator import Simulator
 from lyra_ray.sim.traces import read_gavel_trace
-from lyra_ray.throughput import SpecThroughputs, load_gavel_throughputs
 from policies.base import available_policies, get_policy
 
 GAVEL = Path(__file__).resolve().parents[2].parent / "shared" / "data" / "gavel"

@@ -6,9 +6,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from lyra_ray import model as m
-from lyra_ray.core import SchedulerCore
+from lyra_ray.model.throughput import SpecThroughputs
+from lyra_ray.scheduling.core import SchedulerCore
 from lyra_ray.sim.simulator import Simulator
-from lyra_ray.throughput import SpecThroughputs
 from policies.base import get_policy
 from tests.builders import check_invariants, job
 

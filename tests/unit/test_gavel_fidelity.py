@@ -12,10 +12,10 @@ from pathlib import Path
 
 import pytest
 
+from lyra_ray.model.spec import parse_cluster
+from lyra_ray.model.throughput import load_gavel_throughputs
 from lyra_ray.sim.simulator import Simulator
 from lyra_ray.sim.traces import read_gavel_trace
-from lyra_ray.spec import parse_cluster
-from lyra_ray.throughput import load_gavel_throughputs
 from policies.base import get_policy
 
 SHARED = Path(

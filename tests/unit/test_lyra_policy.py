@@ -8,8 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from lyra_ray import scaling
-from lyra_ray.model import ClusterSnapshot, Node, ThroughputModel
+from lyra_ray.model import ClusterSnapshot, Node, ThroughputModel, scaling
 from policies.base import get_policy
 from policies.lyra.two_phase import LyraPolicy
 from tests.unit.lyra_helpers import drive, optimum, snapshot, view, with_start

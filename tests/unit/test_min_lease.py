@@ -8,8 +8,8 @@ starting) or stepped for less than ``min_lease_s`` is not preempted.
 from __future__ import annotations
 
 from lyra_ray import model as m
-from lyra_ray.core import SchedulerCore
-from lyra_ray.throughput import CatalogueThroughputs
+from lyra_ray.model.throughput import CatalogueThroughputs
+from lyra_ray.scheduling.core import SchedulerCore
 from policies.base import get_policy
 from tests.builders import check_invariants, cluster, job
 

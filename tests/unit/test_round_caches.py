@@ -14,10 +14,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from lyra_ray import model as m
-from lyra_ray.rounds import RoundMechanism
+from lyra_ray.model.throughput import SpecThroughputs
+from lyra_ray.scheduling.rounds import RoundMechanism
+from lyra_ray.scheduling.type_order import TypeOrder
 from lyra_ray.sim.simulator import Simulator
-from lyra_ray.throughput import SpecThroughputs
-from lyra_ray.type_order import TypeOrder
 from policies.base import get_policy
 from tests.builders import job
 

@@ -1,7 +1,7 @@
 import pytest
 
-from lyra_ray.errors import InputError
-from lyra_ray.spec import parse_cluster, parse_job_list, parse_job_spec
+from lyra_ray.model.errors import InputError
+from lyra_ray.model.spec import parse_cluster, parse_job_list, parse_job_spec
 
 
 def test_valid_elastic_and_fixed_jobs() -> None:

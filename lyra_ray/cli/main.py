@@ -14,11 +14,11 @@ import sys
 from collections.abc import Sequence
 
 from lyra_ray import __version__
-from lyra_ray.errors import InputError
+from lyra_ray.model.errors import InputError
 
 # Command groups that register themselves on the parser; a group whose optional
 # dependencies are missing is skipped rather than breaking every other command.
-_GROUPS = ("lyra_ray.cli_sim", "lyra_ray.cli_live", "moe_serving.cli")
+_GROUPS = ("lyra_ray.cli.sim", "lyra_ray.cli.live", "moe_serving.cli")
 
 
 def build_parser() -> argparse.ArgumentParser:

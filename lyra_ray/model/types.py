@@ -3,7 +3,7 @@
 Everything here is pure data. The scheduler core is the only place that holds
 *mutable* state; it hands policies a frozen :class:`ClusterSnapshot` so that a policy
 cannot reach into the runtime, read a clock, or change anything behind the core's back.
-Validation of user input lives in :mod:`lyra_ray.spec`; these types assume valid values.
+Validation of user input lives in :mod:`lyra_ray.model.spec`; these types assume valid values.
 """
 
 from __future__ import annotations
@@ -168,7 +168,7 @@ class ThroughputModel:
     """Steps/s of a job on a GPU type with a number of workers (and with a partner).
 
     The base class implements the spec-driven model (``JobSpec.throughput`` per worker,
-    times a scaling curve); :mod:`lyra_ray.throughput` adds Gavel's measured catalogue.
+    times a scaling curve); :mod:`lyra_ray.model.throughput` adds Gavel's measured catalogue.
     The live runtime wraps it to substitute throughputs it has measured.
     """
 

@@ -11,8 +11,8 @@ from typing import Any
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeElapsedColumn
 
-from lyra_ray.errors import InputError
 from lyra_ray.model import JobSpec, Node, ThroughputModel
+from lyra_ray.model.errors import InputError
 
 FORMATS = ("gavel", "philly", "yaml")
 
@@ -85,9 +85,9 @@ def load_workload(
 
     A job must fit in the training pool alone: loaned inference servers come and go.
     """
-    from lyra_ray import scaling
+    from lyra_ray.model import scaling
+    from lyra_ray.model.throughput import catalogue_throughputs, load_gavel_throughputs
     from lyra_ray.sim import traces
-    from lyra_ray.throughput import catalogue_throughputs, load_gavel_throughputs
 
     fmt = args.format or {".trace": "gavel", ".csv": "philly", ".yaml": "yaml", ".yml": "yaml"}.get(
         Path(args.trace).suffix
@@ -151,7 +151,7 @@ def _check_feasible(
 
 
 def _inference_nodes(args: argparse.Namespace) -> list[Node]:
-    from lyra_ray.spec import parse_cluster
+    from lyra_ray.model.spec import parse_cluster
 
     if args.inference is None:
         if args.serving_demand is not None:
@@ -187,9 +187,9 @@ def _serving_demand(
 
 
 def run_simulate(args: argparse.Namespace) -> int:
+    from lyra_ray.model.spec import parse_cluster
     from lyra_ray.sim.report import render_table, to_json, write_plots
     from lyra_ray.sim.simulator import Simulator
-    from lyra_ray.spec import parse_cluster
     from policies.base import PolicyError, get_policy
 
     nodes = parse_cluster(args.cluster, args.gpus_per_node)

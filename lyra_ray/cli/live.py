@@ -13,7 +13,7 @@ import sys
 import time
 from typing import Any
 
-from lyra_ray.errors import InputError
+from lyra_ray.model.errors import InputError
 
 
 def register(sub: Any) -> None:
@@ -67,7 +67,7 @@ def _client(address: str | None) -> Any:
 
 
 def _submit(args: argparse.Namespace) -> int:
-    from lyra_ray.spec import load_job_file
+    from lyra_ray.model.spec import load_job_file
 
     load_job_file(args.file)  # shape errors before touching the cluster
     c = _client(args.address)

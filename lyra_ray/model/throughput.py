@@ -18,8 +18,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from lyra_ray import scaling
-from lyra_ray.model import GpuType, JobSpec, ThroughputModel
+from lyra_ray.model import GpuType, JobSpec, ThroughputModel, scaling
 
 TypeKey = tuple[str, int]
 
@@ -91,7 +90,7 @@ def load_gavel_throughputs(path: str | Path) -> CatalogueThroughputs:
     ``*_unconsolidated`` GPU types are measurements of spread-out placements that Gavel's
     simulator does not use; they are skipped.
     """
-    from lyra_ray.errors import InputError
+    from lyra_ray.model.errors import InputError
 
     p = Path(path)
     try:

@@ -10,7 +10,7 @@ from collections.abc import Mapping
 
 from lyra_ray import model as m
 from lyra_ray.model import Assignment, JobId, JobStatus, NodeId
-from lyra_ray.state import JobState
+from lyra_ray.model.state import JobState
 
 
 def _same(prev: Assignment | None, a: Assignment) -> bool:

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 
 from lyra_ray.model import GpuType, JobId
-from lyra_ray.round_greedy import Row
+from lyra_ray.scheduling.round_greedy import Row
 
 Speeds = tuple[tuple[GpuType, float], ...]
 

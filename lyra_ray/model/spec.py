@@ -15,8 +15,8 @@ from typing import Any
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from lyra_ray.errors import InputError
 from lyra_ray.model import JobSpec, Node
+from lyra_ray.model.errors import InputError
 
 SpecError = InputError
 

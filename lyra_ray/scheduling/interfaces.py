@@ -1,4 +1,4 @@
-"""The interfaces around :class:`~lyra_ray.core.SchedulerCore`: what carries its
+"""The interfaces around :class:`~lyra_ray.scheduling.core.SchedulerCore`: what carries its
 decisions out (a runtime), what turns time fractions into rounds, and what puts an
 assignment on nodes.
 
@@ -63,7 +63,7 @@ class Placer(Protocol):
 
 def default_rounds(policy: Policy, **overrides: Any) -> RoundMechanismLike:
     """Gavel's mechanism, with the round quirks the policy declares."""
-    from lyra_ray.rounds import RoundMechanism
+    from lyra_ray.scheduling.rounds import RoundMechanism
 
     kwargs: dict[str, Any] = {
         "shuffle_types": policy.shuffle_round_types,

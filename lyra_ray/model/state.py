@@ -1,6 +1,6 @@
 """The core's mutable per-job record and its (JSON-safe) serialisation.
 
-Only :class:`lyra_ray.core.SchedulerCore` mutates these. They serialise to plain dicts so
+Only :class:`lyra_ray.scheduling.core.SchedulerCore` mutates these. They serialise to plain dicts so
 that the live runtime can persist the core after every change and a restarted scheduler
 resumes with nothing lost.
 """

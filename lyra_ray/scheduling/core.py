@@ -34,16 +34,16 @@ from collections.abc import Sequence
 from typing import Any
 
 from lyra_ray import model as m
-from lyra_ray.diff import job_actions
-from lyra_ray.interfaces import Placer, RoundMechanismLike, Runtime, default_rounds
 from lyra_ray.model import Assignment, ClusterSnapshot, Decision, JobId, JobStatus, NodeId
-from lyra_ray.state import (
+from lyra_ray.model.state import (
     JobState,
     allocation_from_dict,
     allocation_to_dict,
     job_from_dict,
     job_to_dict,
 )
+from lyra_ray.scheduling.diff import job_actions
+from lyra_ray.scheduling.interfaces import Placer, RoundMechanismLike, Runtime, default_rounds
 from placement.placer import ConsolidatingPlacer
 from policies.base import Policy
 

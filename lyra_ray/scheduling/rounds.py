@@ -45,7 +45,7 @@ from lyra_ray.model import (
     pair_key,
     split_pair,
 )
-from lyra_ray.round_greedy import (
+from lyra_ray.scheduling.round_greedy import (
     EntryRow,
     Row,
     active_by_id,
@@ -53,7 +53,7 @@ from lyra_ray.round_greedy import (
     pair_runnable,
     rank,
 )
-from lyra_ray.type_order import TypeOrder
+from lyra_ray.scheduling.type_order import TypeOrder
 
 _EMPTY: dict[GpuType, float] = {}
 
@@ -329,7 +329,7 @@ class RoundMechanism:
         return keys
 
     def _type_order(self, gpus: Mapping[GpuType, int]) -> list[GpuType]:
-        """Fastest type first (:mod:`lyra_ray.type_order`), shuffled each round for the
+        """Fastest type first (:mod:`lyra_ray.scheduling.type_order`), shuffled each round for the
         policies that ask for it (Gavel's agnostic ones)."""
         order = self._type_orders.order(self._thr, gpus)
         if self.shuffle_types:

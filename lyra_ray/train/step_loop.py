@@ -34,10 +34,10 @@ import ray.train
 import torch
 import torch.distributed as dist
 
+from lyra_ray.runtime.names import CONTROL_ACTOR, NAMESPACE
+
 log = logging.getLogger(__name__)
 
-CONTROL_ACTOR = "lyra-control"
-NAMESPACE = "lyra"
 STATE_FILE = "lyra_state.json"
 MODEL_FILE = "state.pt"
 RESUME_KEY = "lyra_resume_from"

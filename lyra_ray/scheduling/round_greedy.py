@@ -1,4 +1,4 @@
-"""The selection half of Gavel's round mechanism (see :mod:`lyra_ray.rounds`).
+"""The selection half of Gavel's round mechanism (see :mod:`lyra_ray.scheduling.rounds`).
 
 Given each entry's X row, time received and deficit, :func:`rank` orders the entries of
 one GPU type by priority and :func:`greedy` hands out the GPUs, types in order, with gang
