@@ -59,6 +59,83 @@ _EMPTY: dict[GpuType, float] = {}
 
 
 @dataclass
+class RoundState:
+    """Gavel's round bookkeeping, as a value: what a round's answer depends on besides
+    the snapshot, the allocation and the mechanism's settings.
+
+    Times are per entry (a job, or a ``"a+b"`` pair) and GPU type, since the last
+    reset; ``seen`` is each job's received time per type at the last round, so the
+    next round credits only the difference.
+    """
+
+    job_time: dict[str, Row] = field(default_factory=dict)
+    worker_time: Row = field(default_factory=dict)
+    deficits: dict[str, Row] = field(default_factory=dict)
+    alloc_ref: dict[str, Row] = field(default_factory=dict)
+    """The allocation in force (adopted at the last reset)."""
+    seen: dict[JobId, Mapping[GpuType, float]] = field(default_factory=dict)
+    job_set: list[JobId] = field(default_factory=list)
+    """The active jobs at the last reset: a different set is what triggers one."""
+    last_reset: float | None = None
+    rounds: int = 0
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-safe plain dicts (``seen`` holds the snapshot views' own mappings)."""
+        return {
+            "job_time": self.job_time,
+            "worker_time": self.worker_time,
+            "deficits": self.deficits,
+            "alloc_ref": self.alloc_ref,
+            "seen": {k: dict(v) for k, v in self.seen.items()},
+            "job_set": self.job_set,
+            "last_reset": self.last_reset,
+            "rounds": self.rounds,
+        }
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> RoundState:
+        def nested(x: Mapping[str, Mapping[str, float]]) -> dict[str, dict[str, float]]:
+            return {k: {g: float(v) for g, v in row.items()} for k, row in x.items()}
+
+        return cls(
+            job_time=nested(d["job_time"]),
+            worker_time={g: float(x) for g, x in d["worker_time"].items()},
+            deficits=nested(d["deficits"]),
+            alloc_ref=nested(d["alloc_ref"]),
+            seen=dict(nested(d["seen"])),
+            job_set=list(d["job_set"]),
+            last_reset=None if d["last_reset"] is None else float(d["last_reset"]),
+            rounds=int(d["rounds"]),
+        )
+
+
+@dataclass
+class RoundMemo:
+    """Results the mechanism can recompute, kept while their inputs are unchanged.
+
+    Each entry is keyed on the identity of the objects it was built from: the core
+    hands every snapshot the same node tuple until a node comes or goes, and replaces
+    (never edits) a job's throughput row; :class:`RoundState` replaces its rows at
+    each reset. An entry whose key objects are gone is simply rebuilt, so clearing the
+    memo at any moment changes no answer (``tests/unit/test_round_caches.py``).
+    """
+
+    type_orders: TypeOrder = field(default_factory=TypeOrder)
+    run_cache: dict[str, tuple[tuple[Row, ...], set[GpuType]]] = field(default_factory=dict)
+    row_cache: dict[JobId, tuple[object, object, Row]] = field(default_factory=dict)
+    gpus_cache: tuple[tuple[Node, ...], frozenset[str], dict[GpuType, int]] | None = None
+    pairs_cache: tuple[object, list[tuple[str, tuple[JobId, ...]]]] | None = None
+    entry_cache: tuple[tuple[object, ...], list[str], list[EntryRow]] | None = None
+    """The last round's entry rows; they hold the bookkeeping's inner dicts, which later
+    rounds update in place, so they stay valid while those dicts are the same objects."""
+
+    def clear(self) -> None:
+        fresh = RoundMemo()
+        for f in fields(self):
+            setattr(self, f.name, getattr(fresh, f.name))
+
+
+@dataclass
 class RoundMechanism:
     """Gavel's priority-based round mechanism; one instance per scheduler core.
 
@@ -74,31 +151,12 @@ class RoundMechanism:
     """Gavel's default; 0 adopts every new allocation at the next round."""
     skip_zero_priority: bool = False
     """Gavel's FIFO rule: never hand idle GPUs to entries the allocation gives nothing."""
-    _job_time: dict[str, Row] = field(default_factory=dict)
-    _worker_time: Row = field(default_factory=dict)
-    _deficits: dict[str, Row] = field(default_factory=dict)
-    _alloc_ref: dict[str, Row] = field(default_factory=dict)
-    _seen: dict[JobId, Mapping[GpuType, float]] = field(default_factory=dict)
-    _job_set: list[JobId] = field(default_factory=list)
-    _last_reset: float | None = None
-    _rounds: int = 0
+    state: RoundState = field(default_factory=RoundState)
+    """The bookkeeping a round's answer depends on; persisted by :meth:`to_state`."""
+    memo: RoundMemo = field(default_factory=RoundMemo, repr=False)
+    """Speed-ups only: :meth:`RoundMemo.clear` at any moment changes no answer."""
     _thr: dict[JobId, Row] = field(default_factory=dict, repr=False)
-    _type_orders: TypeOrder = field(default_factory=TypeOrder, repr=False)
-    _run_cache: dict[str, tuple[tuple[Row, ...], set[GpuType]]] = field(
-        default_factory=dict, repr=False
-    )
-    _row_cache: dict[JobId, tuple[object, object, Row]] = field(default_factory=dict, repr=False)
-    _gpus_cache: tuple[tuple[Node, ...], frozenset[str], dict[GpuType, int]] | None = field(
-        default=None, repr=False
-    )
-    _pairs_cache: tuple[object, list[tuple[str, tuple[JobId, ...]]]] | None = field(
-        default=None, repr=False
-    )
-    _entry_cache: tuple[tuple[object, ...], list[str], list[EntryRow]] | None = field(
-        default=None, repr=False
-    )
-    """The last round's entry rows, reused while nothing they were built from changed:
-    the rows hold the bookkeeping's inner dicts, which later rounds update in place."""
+    """This call's throughput rows, rebuilt at the start of every :meth:`assign`."""
 
     def assign(
         self,
@@ -121,9 +179,9 @@ class RoundMechanism:
             self._reset(snap.now, active, allocation, snap.round_s / 2.0)
         order = self._type_order(gpus)
         rows = self._entry_rows(snap, active)
-        wt, skip_zero = self._worker_time, self.skip_zero_priority
+        wt, skip_zero = self.state.worker_time, self.skip_zero_priority
         out = greedy(order, rows, wt, skip_zero, active, gpus, prev, pinned or {})
-        self._rounds += 1
+        self.state.rounds += 1
         return out
 
     def would_adopt(self, snap: ClusterSnapshot) -> bool:
@@ -136,24 +194,17 @@ class RoundMechanism:
     def _would_adopt(
         self, now: float, active: Mapping[JobId, JobView] | tuple[JobView, ...]
     ) -> bool:
-        last = self._last_reset
+        last = self.state.last_reset
         # Gavel tests ``last_reset_time == 0`` as "never reset", so a reset at t = 0 does
         # not start the interval: the next change is adopted at once.
         if last is not None and last != 0.0 and now - last < self.min_reset_interval_s:
             return False
         ids = active if isinstance(active, Mapping) else (j.id for j in active)
-        return sorted(ids) != self._job_set
+        return sorted(ids) != self.state.job_set
 
     def to_state(self) -> dict[str, Any]:
         return {
-            "job_time": self._job_time,
-            "worker_time": self._worker_time,
-            "deficits": self._deficits,
-            "alloc_ref": self._alloc_ref,
-            "seen": {k: dict(v) for k, v in self._seen.items()},
-            "job_set": self._job_set,
-            "last_reset": self._last_reset,
-            "rounds": self._rounds,
+            **self.state.to_dict(),
             "shuffle_types": self.shuffle_types,
             "seed": self.seed,
             "min_reset_interval_s": self.min_reset_interval_s,
@@ -162,22 +213,12 @@ class RoundMechanism:
 
     @classmethod
     def from_state(cls, state: Mapping[str, Any]) -> RoundMechanism:
-        def nested(d: Mapping[str, Mapping[str, float]]) -> dict[str, dict[str, float]]:
-            return {k: {g: float(x) for g, x in v.items()} for k, v in d.items()}
-
         return cls(
             shuffle_types=bool(state["shuffle_types"]),
             seed=int(state["seed"]),
             min_reset_interval_s=float(state["min_reset_interval_s"]),
             skip_zero_priority=bool(state.get("skip_zero_priority", False)),
-            _job_time=nested(state["job_time"]),
-            _worker_time={g: float(x) for g, x in state["worker_time"].items()},
-            _deficits=nested(state["deficits"]),
-            _alloc_ref=nested(state["alloc_ref"]),
-            _seen=dict(nested(state["seen"])),
-            _job_set=list(state["job_set"]),
-            _last_reset=None if state["last_reset"] is None else float(state["last_reset"]),
-            _rounds=int(state["rounds"]),
+            state=RoundState.from_dict(state),
         )
 
     def load_state(self, state: Mapping[str, Any]) -> None:
@@ -192,7 +233,7 @@ class RoundMechanism:
         gpus = self._gpus(snap)
         self._thr = self._rows(snap, active, gpus)
         rows = self._entry_rows(snap, active)
-        wt, skip_zero = self._worker_time, self.skip_zero_priority
+        wt, skip_zero = self.state.worker_time, self.skip_zero_priority
         return {gt: {e[3]: e[0] for e in rank(rows, gt, wt.get(gt, 0.0), skip_zero)} for gt in gpus}
 
     # ------------------------------------------------------------------ bookkeeping
@@ -212,7 +253,7 @@ class RoundMechanism:
     ) -> dict[JobId, Row]:
         """``_row`` of every active job, reused while the job's row and the GPU types are
         the same objects (the core replaces a row, it never edits one)."""
-        cache = self._row_cache
+        cache = self.memo.row_cache
         fresh: dict[JobId, tuple[object, object, Row]] = {}
         out: dict[JobId, Row] = {}
         for jid, job in active.items():
@@ -221,7 +262,7 @@ class RoundMechanism:
             if hit is not None and hit[0] is src and hit[1] is gpus:
                 row = hit[2]
             else:
-                self._entry_cache = None
+                self.memo.entry_cache = None
                 row = self._row(snap, job, gpus)
                 if not all(g in src for g in gpus):  # the model answered: do not cache
                     out[jid] = row
@@ -229,22 +270,22 @@ class RoundMechanism:
             fresh[jid] = (src, gpus, row)
             out[jid] = row
         if len(fresh) != len(cache):
-            self._entry_cache = None
-        self._row_cache = fresh
+            self.memo.entry_cache = None
+        self.memo.row_cache = fresh
         return out
 
     def _gpus(self, snap: ClusterSnapshot) -> dict[GpuType, int]:
         """``snap.gpus_by_type()``, cached while the snapshot carries the same node tuple."""
-        c = self._gpus_cache
+        c = self.memo.gpus_cache
         if c is None or c[0] is not snap.nodes or c[1] != snap.lent_nodes:
             c = (snap.nodes, snap.lent_nodes, snap.gpus_by_type())
-            self._gpus_cache = c
+            self.memo.gpus_cache = c
         return c[2]
 
     def _credit(self, active: Mapping[JobId, JobView], prev: Mapping[JobId, Assignment]) -> None:
         """Add last round's run time to the entry (job or pair) that ran, and its type."""
         done: set[str] = set()
-        seen, job_time, worker_time = self._seen, self._job_time, self._worker_time
+        seen, job_time, worker_time = self.state.seen, self.state.job_time, self.state.worker_time
         for jid, a in prev.items():
             gt = a.gpu_type
             if a.partner:
@@ -269,23 +310,23 @@ class RoundMechanism:
             per = job_time.get(key)
             if per is None:
                 per = job_time[key] = {}
-                self._entry_cache = None  # a cached row holds the empty default
+                self.memo.entry_cache = None  # a cached row holds the empty default
             per[gt] = per.get(gt, 0.0) + delta
             worker_time[gt] = worker_time.get(gt, 0.0) + delta
         # The views' own mappings, not copies: a snapshot is immutable (the core builds
         # each view's ``time_received_s`` afresh), and copying ~40 dicts a round cost
         # more than the rest of the bookkeeping.
-        self._seen = {jid: j.time_received_s for jid, j in active.items()}
+        self.state.seen = {jid: j.time_received_s for jid, j in active.items()}
 
     def _reset(
         self, now: float, active: Mapping[JobId, JobView], allocation: Allocation, half: float
     ) -> None:
         """Gavel's ``_reset_time_run_so_far``: fold the last period into deficits, restart."""
-        elapsed = 0.0 if self._last_reset is None else now - self._last_reset
-        types = set(self._worker_time)
+        elapsed = 0.0 if self.state.last_reset is None else now - self.state.last_reset
+        types = set(self.state.worker_time)
         for per in allocation.fractions.values():
             types.update(per)
-        job_time, ref, deficits = self._job_time, self._alloc_ref, self._deficits
+        job_time, ref, deficits = self.state.job_time, self.state.alloc_ref, self.state.deficits
         for key in set(job_time) | set(ref):
             per_def = deficits.get(key)
             if per_def is None:
@@ -297,7 +338,7 @@ class RoundMechanism:
                 should = ref_row.get(gt, 0.0) * elapsed
                 per_def[gt] = per_def.get(gt, 0.0) + should - received
         live = set(active)
-        self._deficits = {
+        self.state.deficits = {
             k: v
             for k, v in deficits.items()
             if (k in live if PAIR_SEP not in k else all(m in live for m in split_pair(k)))
@@ -305,43 +346,43 @@ class RoundMechanism:
         new_keys = set(active) | {
             k for k in allocation.fractions if all(m in live for m in split_pair(k))
         }
-        self._job_time = {k: dict.fromkeys(types, half) for k in new_keys}
-        self._worker_time = {gt: half * len(new_keys) for gt in types}
-        self._job_set = sorted(active)
-        self._last_reset = now
-        self._run_cache = {k: v for k, v in self._run_cache.items() if k in self._job_time}
-        self._alloc_ref = {k: dict(v) for k, v in allocation.fractions.items()}
+        self.state.job_time = {k: dict.fromkeys(types, half) for k in new_keys}
+        self.state.worker_time = {gt: half * len(new_keys) for gt in types}
+        self.state.job_set = sorted(active)
+        self.state.last_reset = now
+        self.memo.run_cache = {k: v for k, v in self.memo.run_cache.items() if k in self.state.job_time}
+        self.state.alloc_ref = {k: dict(v) for k, v in allocation.fractions.items()}
 
     # ------------------------------------------------------------------ selection
 
     def _candidates(self, active: Mapping[JobId, JobView]) -> list[str]:
         """Every active job, then the allocation's pairs whose members are both active."""
-        ref = self._alloc_ref
-        if self._pairs_cache is None or self._pairs_cache[0] is not ref:
+        ref = self.state.alloc_ref
+        if self.memo.pairs_cache is None or self.memo.pairs_cache[0] is not ref:
             pairs = [
                 (key, members)
                 for key, per in ref.items()
                 if len(members := split_pair(key)) == 2 and any(x > 0 for x in per.values())
             ]
-            self._pairs_cache = (ref, pairs)
+            self.memo.pairs_cache = (ref, pairs)
         keys: list[str] = list(active)
-        keys += [k for k, members in self._pairs_cache[1] if all(m in active for m in members)]
+        keys += [k for k, members in self.memo.pairs_cache[1] if all(m in active for m in members)]
         return keys
 
     def _type_order(self, gpus: Mapping[GpuType, int]) -> list[GpuType]:
         """Fastest type first (:mod:`lyra_ray.scheduling.type_order`), shuffled each round for the
         policies that ask for it (Gavel's agnostic ones)."""
-        order = self._type_orders.order(self._thr, gpus)
+        order = self.memo.type_orders.order(self._thr, gpus)
         if self.shuffle_types:
-            random.Random(self.seed * 1_000_003 + self._rounds).shuffle(order)
+            random.Random(self.seed * 1_000_003 + self.state.rounds).shuffle(order)
         return order
 
     def _entry_rows(self, snap: ClusterSnapshot, active: Mapping[JobId, JobView]) -> list[EntryRow]:
         """Per candidate: (key, runnable types, X row, time row, deficit row)."""
-        fractions, job_time, deficits = self._alloc_ref, self._job_time, self._deficits
+        fractions, job_time, deficits = self.state.alloc_ref, self.state.job_time, self.state.deficits
         keys = self._candidates(active)
         sig = (fractions, job_time, deficits)
-        c = self._entry_cache
+        c = self.memo.entry_cache
         if (
             c is not None
             and c[0][0] is fractions
@@ -360,7 +401,7 @@ class RoundMechanism:
             )
             for key in keys
         ]
-        self._entry_cache = (sig, keys, rows)
+        self.memo.entry_cache = (sig, keys, rows)
         return rows
 
     def _runnable_types(
@@ -370,17 +411,17 @@ class RoundMechanism:
         thr = self._thr
         if key in thr:  # a single job
             rows: tuple[Row, ...] = (thr[key],)
-            hit = self._run_cache.get(key)
+            hit = self.memo.run_cache.get(key)
             if hit is not None and hit[0][0] is rows[0]:
                 return hit[1]
             types = {g for g, v in rows[0].items() if v > 0}
         else:
             members = split_pair(key)
             rows = tuple(thr[m] for m in members)
-            hit = self._run_cache.get(key)
+            hit = self.memo.run_cache.get(key)
             if hit is not None and all(a is b for a, b in zip(hit[0], rows, strict=True)):
                 return hit[1]
             a, b = (active[m] for m in members)
             types = {g for g in rows[0] if pair_runnable(snap, a, b, g)}
-        self._run_cache[key] = (rows, types)
+        self.memo.run_cache[key] = (rows, types)
         return types

@@ -1,6 +1,7 @@
 """Preemption, resume and elastic resize on a real local cluster.
 
-A round-based Gavel policy time-shares two jobs that cannot run together: each is
+A job arriving at an idle cluster under a round-based policy starts at once, without
+waiting for a round boundary. A round-based Gavel policy time-shares two jobs that cannot run together: each is
 preempted (checkpoint, stop) and resumed from its checkpoint — no step lost, none
 repeated beyond one checkpoint interval. An elastic job is resized 2 -> 4 -> 2 as a
 rigid job ends and another arrives, and finishes with exactly its steps.
@@ -68,6 +69,22 @@ def _gone(name: str) -> bool:
     except ValueError:
         return True
     return False
+
+
+def test_arrival_at_an_idle_cluster_starts_without_waiting_for_a_round(
+    scheduler: Callable[..., Any], tmp_path: Any
+) -> None:
+    """The core owns the round clock: a job that arrives while no rounds run starts a
+    round at once, live as in simulation. With hour-long rounds, a job that waited for
+    the next boundary could not finish inside this test's timeout."""
+    client = scheduler("max_min_fairness", round_s=3600.0, min_lease_s=8.0)
+    log = tmp_path / "idle.log"
+    jid = client.submit(job("idle-start", 30, log, workers=1, throughput={"p100": 1.0}))
+    st = client.wait(jid, timeout=300)
+    assert st["status"] == "finished" and st["steps_done"] == 30, st
+    launches = [(t, g) for t, j, g, _a in client.call("launches") if j == jid]
+    assert [g for _t, g in launches] == [1], launches  # launched once, never preempted
+    assert_every_step_once(log, 30)
 
 
 def test_round_based_policy_preempts_and_resumes_from_checkpoint(

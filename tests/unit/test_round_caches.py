@@ -1,8 +1,8 @@
-"""The round mechanism's per-round caches change nothing: the same schedule, exactly.
+"""The round mechanism's memo changes nothing: the same schedule, exactly.
 
-The entry rows and the GPU-type order are reused across rounds while what they were
-built from is unchanged, and last round's received times are kept by reference. Each
-run here is compared with one that rebuilds everything every round.
+Its entries (entry rows, GPU-type order, throughput rows, runnable types, pair keys,
+GPU counts) are reused across rounds while what they were built from is unchanged.
+Each run here is compared with one that clears the whole memo before every round.
 """
 
 from __future__ import annotations
@@ -16,7 +16,6 @@ from hypothesis import strategies as st
 from lyra_ray import model as m
 from lyra_ray.model.throughput import SpecThroughputs
 from lyra_ray.scheduling.rounds import RoundMechanism
-from lyra_ray.scheduling.type_order import TypeOrder
 from lyra_ray.sim.simulator import Simulator
 from policies.base import get_policy
 from tests.builders import job
@@ -34,8 +33,7 @@ def _run(
         assign = rounds.assign
 
         def fresh(*args: Any, **kw: Any) -> dict[m.JobId, m.Assignment]:
-            rounds._entry_cache = None
-            rounds._type_orders = TypeOrder()
+            rounds.memo.clear()
             return assign(*args, **kw)
 
         rounds.assign = fresh  # type: ignore[method-assign]
@@ -78,8 +76,8 @@ def test_round_caches_keep_a_crowded_schedule(policy: str) -> None:
 def test_state_round_trip_copies_the_received_times() -> None:
     r = RoundMechanism()
     seen = {"v100": 1.0}
-    r._seen = {"j": seen}
+    r.state.seen = {"j": seen}
     state = r.to_state()
     assert state["seen"] == {"j": {"v100": 1.0}}
     assert state["seen"]["j"] is not seen  # JSON-safe plain dicts, not the views' own
-    assert RoundMechanism.from_state(state)._seen == {"j": {"v100": 1.0}}
+    assert RoundMechanism.from_state(state).state.seen == {"j": {"v100": 1.0}}
