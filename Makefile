@@ -40,7 +40,7 @@ lint: $(STAMP)
 	$(VENV)/bin/mypy $(PURE) lyra_ray/runtime lyra_ray/serving
 
 bench: $(STAMP)
-	@for b in benchmarks/*.py; do echo "== $$b"; $(PY) $$b || exit 1; done
+	@for b in benchmarks/[!_]*.py; do echo "== $$b"; $(PY) $$b || exit 1; done
 
 clean:
 	rm -rf $(VENV) demo-out *.egg-info

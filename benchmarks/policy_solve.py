@@ -6,7 +6,8 @@ Gavel's own generator's recipe. Both sides solve the same instance in the same r
 JSON records both times, their ratio, both objective values and their relative gap. The
 cvxpy reference runs only up to ``REF_MAX_N`` per policy (it is slow by design; the
 JSON says where it was skipped). Without ../shared/data the synthetic throughputs of
-:mod:`policies.gavel.synthetic` are used (and the JSON says so).
+:mod:`tests.gavel_builders` are used (and the JSON says so).
+Importing from tests/ is deliberate (the repo root is on sys.path): the package ships no fixtures.
 
     .venv/bin/python benchmarks/policy_solve.py [--sizes 64,256,1024,2048] [--quick]
 """
@@ -38,8 +39,8 @@ from policies.gavel.max_sum_throughput import solve_sum  # noqa: E402
 from policies.gavel.min_total_duration import solve_makespan  # noqa: E402
 from policies.gavel.packed import _las_scale, solve_packed_las  # noqa: E402
 from policies.gavel.pairs import candidate_pairs  # noqa: E402
-from policies.gavel.synthetic import random_snapshot  # noqa: E402
 from policies.gavel.water_filling import hierarchical_weights, solve_water_filling  # noqa: E402
+from tests.gavel_builders import random_snapshot  # noqa: E402
 
 SHARED = Path(os.environ.get("LYRA_SHARED_DATA", ROOT.parent / "shared" / "data"))
 TARGETS_2048 = {

@@ -77,7 +77,7 @@ def _replay(tree: Path, shared: Path, policy: str) -> dict[str, Any]:
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--base", required=True, help="the commit to compare against")
+    ap.add_argument("--base", default="HEAD", help="the commit to compare against (HEAD)")
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--policies", default="max_min_fairness_perf,fifo_nonpreemptive")
     ap.add_argument("--shared", default=str(ROOT.parent / "shared" / "data" / "gavel"))

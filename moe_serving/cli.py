@@ -1,7 +1,9 @@
-"""`lyra moe {plan,serve,bench}` — registered into the lead's `lyra` CLI via ``register``.
+"""`lyra moe {plan,serve}` — registered into the lead's `lyra` CLI via ``register``.
 
 Standalone too: ``python -m moe_serving.cli moe plan --load FILE --gpus 32 --replicas 288``.
 Bad input exits with code 2 and a message naming the file or flag, never a traceback.
+The serving benchmark is a script, benchmarks/moe_serving.py: measurement code stays out of
+the package.
 """
 
 from __future__ import annotations
@@ -9,7 +11,6 @@ from __future__ import annotations
 import argparse
 import json
 import logging
-import os
 import sys
 from pathlib import Path
 from typing import Any
@@ -71,14 +72,8 @@ def cmd_serve(args: argparse.Namespace) -> int:
     return rc
 
 
-def cmd_bench(args: argparse.Namespace) -> int:
-    """Popularity-based replicas vs uniform replicas on the same local cluster."""
-
-    rc: int = bench_main(args)
-    return rc
-
-
-def _add_model_args(p: argparse.ArgumentParser) -> None:
+def add_model_args(p: argparse.ArgumentParser) -> None:
+    """The model flags of `lyra moe serve`, shared with benchmarks/moe_serving.py."""
     p.add_argument("--layers", type=int, default=2, help="MoE layers")
     p.add_argument("--experts", type=int, default=4, help="experts per layer")
     p.add_argument("--replicas", type=int, default=8, help="replica budget per layer")
@@ -89,27 +84,8 @@ def _add_model_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--seed", type=int, default=0)
 
 
-def add_bench_args(p: argparse.ArgumentParser) -> None:
-    """Flags of `lyra moe bench` (shared with benchmarks/moe_serving.py)."""
-    p.add_argument("--mode", choices=("calibrated", "real", "both"), default="both")
-    p.add_argument("--requests", type=int, default=80, help="requests per measured run")
-    p.add_argument("--batch", type=int, default=16, help="sequences per request")
-    p.add_argument("--seq", type=int, default=32, help="tokens per sequence")
-    p.add_argument("--concurrency", type=int, default=4, help="closed-loop clients")
-    p.add_argument("--device-dim", type=int, default=4096, help="calibrated device expert width")
-    p.add_argument("--device-hidden", type=int, default=14336, help="its FFN hidden width")
-    p.add_argument("--json", default="benchmarks/results/moe_serving.json")
-    p.add_argument("--num-cpus", type=int, default=2)
-    p.add_argument(
-        "--seeds",
-        default=None,
-        help="comma-separated model/traffic seeds, e.g. 0,1,2: one run each on one cluster, "
-        "plus min/median of the ratios (overrides --seed)",
-    )
-
-
 def register(subparsers: Any) -> None:
-    """Add the `moe` subcommand (with `plan`, `serve`, `bench`) to a subparsers object."""
+    """Add the `moe` subcommand (with `plan`, `serve`) to a subparsers object."""
     moe = subparsers.add_parser("moe", help="MoE serving with popularity-based expert replicas")
     sub = moe.add_subparsers(dest="moe_command", required=True)
 
@@ -127,7 +103,7 @@ def register(subparsers: Any) -> None:
     plan.set_defaults(func=cmd_plan)
 
     serve = sub.add_parser("serve", help="deploy the MoE Serve app locally and keep re-planning")
-    _add_model_args(serve)
+    add_model_args(serve)
     serve.add_argument("--duration", type=float, default=60.0, help="seconds to serve")
     serve.add_argument("--replan-every", type=float, default=10.0, help="seconds between re-plans")
     serve.add_argument("--threshold", type=float, default=0.2, help="phase-2 deviation threshold")
@@ -139,11 +115,6 @@ def register(subparsers: Any) -> None:
     )
     serve.set_defaults(func=cmd_serve)
 
-    bench = sub.add_parser("bench", help="serving latency: popularity vs uniform replicas")
-    _add_model_args(bench)
-    add_bench_args(bench)
-    bench.set_defaults(func=cmd_bench)
-
 
 def main(argv: list[str] | None = None) -> int:
     """Standalone entry point: ``python -m moe_serving.cli moe plan ...``."""
@@ -153,72 +124,6 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     rc: int = args.func(args)
     return rc
-
-
-def _seeds(text: str | None) -> list[int] | None:
-    """``--seeds 0,1,2`` -> [0, 1, 2]; None when the flag is absent."""
-    if text is None:
-        return None
-    try:
-        seeds = [int(x) for x in text.split(",") if x.strip()]
-    except ValueError:
-        seeds = []
-    return seeds
-
-
-def _summary_line(mode: str, r: dict[str, Any]) -> str:
-    ideal = r["ideal"].get("service", r["ideal"]["tokens"])["overall"]
-    only = r["lina_counts_only"]
-    return (
-        f"{mode:>10}: p50 {r['uniform']['p50_ms']:.0f} -> {r['lina']['p50_ms']:.0f} ms "
-        f"({r['p50_speedup']:.2f}x), p95 {r['uniform']['p95_ms']:.0f} -> "
-        f"{r['lina']['p95_ms']:.0f} ms ({r['p95_speedup']:.2f}x), "
-        f"tokens/s x{r['throughput_ratio']:.2f}; ideal {ideal:.2f}x; "
-        f"counts only (no borrowing): p50 {only['p50_speedup']:.2f}x, "
-        f"p95 {only['p95_speedup']:.2f}x"
-    )
-
-
-def bench_main(args: argparse.Namespace) -> int:
-    """`lyra moe bench`: one seed, or a ``--seeds`` sweep on one cluster; print, write JSON."""
-    if args.replicas < args.experts or args.replicas % args.experts:
-        return _fail("--replicas must be a multiple of --experts (uniform baseline)")
-    seeds = _seeds(args.seeds)
-    if seeds is not None and not seeds:
-        return _fail(f"--seeds: expected comma-separated integers, got {args.seeds!r}")
-    modes = ["real", "calibrated"] if args.mode == "both" else [args.mode]
-    out = Path(args.json)
-    try:
-        out.parent.mkdir(parents=True, exist_ok=True)
-    except OSError as e:
-        return _fail(f"--json {args.json}: cannot create its folder ({e})")
-    if not os.access(out.parent, os.W_OK) or (out.exists() and not os.access(out, os.W_OK)):
-        return _fail(f"--json {args.json}: not writable")  # before, not after, a 27-min sweep
-    from moe_serving.bench import setup_from_args
-    from moe_serving.bench_sweep import run_sweep, seed_setups
-
-    setup = setup_from_args(args)
-
-    def save(sweep: dict[str, Any]) -> None:
-        # After every seed, the last write included. A single seed writes its run alone
-        # (the historical format); a sweep writes all.
-        out.write_text(json.dumps(sweep if seeds is not None else sweep["runs"][0], indent=2))
-
-    sweep = run_sweep(seed_setups(setup, seeds or [setup.seed]), modes, args.num_cpus, save)
-    for run in sweep["runs"]:
-        for m in modes:
-            print(f"seed {run['setup']['seed']} " + _summary_line(m, run[m]))
-    if seeds is not None:
-        for m in modes:
-            summ = sweep["summary"][m]
-            print(
-                f"{m:>10} over seeds {seeds}: "
-                + ", ".join(
-                    f"{k} min {v['min']:.2f} median {v['median']:.2f}" for k, v in summ.items()
-                )
-            )
-    print(f"wrote {args.json}")
-    return 0
 
 
 if __name__ == "__main__":

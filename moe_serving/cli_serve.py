@@ -14,8 +14,8 @@ import time
 import numpy as np
 
 from lyra_ray.model.errors import InputError
-from moe_serving.bench import BenchSetup, config_from_args, phase1_plan
 from moe_serving.model import MoEModel
+from moe_serving.setup import ServingSetup, config_from_args, phase1_plan
 from moe_serving.workload import sample_batch, topic_mix
 
 log = logging.getLogger(__name__)
@@ -35,7 +35,7 @@ def serve_main(args: argparse.Namespace) -> int:
         )
     cfg = config_from_args(args)
     model = MoEModel(cfg)
-    plan = phase1_plan(model, BenchSetup(cfg=cfg, replicas=args.replicas))
+    plan = phase1_plan(model, ServingSetup(cfg=cfg, replicas=args.replicas))
     os.environ.setdefault("RAY_AUTH_MODE", "disabled")
     with local_cluster(num_cpus=args.num_cpus, num_gpus=args.replicas * cfg.layers) as lc:
         app = build_app(model, plan.counts, gpus_per_replica=1.0, borrow=not args.no_borrow)

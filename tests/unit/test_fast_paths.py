@@ -25,8 +25,8 @@ from policies.base import get_policy
 from policies.gavel import lp
 from policies.gavel.inputs import build_problem
 from policies.gavel.max_min_fairness import las_coefficients
-from policies.gavel.synthetic import random_snapshot
 from tests.builders import job
+from tests.gavel_builders import random_snapshot
 
 GPU = ["v100", "p100", "k80"]
 

@@ -15,8 +15,8 @@ from policies.gavel.inputs import Problem, build_problem
 from policies.gavel.max_min_fairness import las_coefficients, solve_las
 from policies.gavel.max_sum_throughput import solve_sum
 from policies.gavel.min_total_duration import solve_makespan
-from policies.gavel.synthetic import TableThroughputs, job, snapshot
 from policies.gavel.water_filling import hierarchical_weights, solve_water_filling
+from tests.gavel_builders import TableThroughputs, job, snapshot
 
 TYPES = ("k80", "p100", "v100")
 SETTINGS = settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -137,7 +137,7 @@ def test_water_filling_matches_reference(snap: ClusterSnapshot, agnostic: bool) 
 
 def test_las_falls_back_to_highs_when_ecos_fails(monkeypatch: pytest.MonkeyPatch) -> None:
     from policies.gavel import ecos_las
-    from policies.gavel.synthetic import random_snapshot
+    from tests.gavel_builders import random_snapshot
 
     p = build_problem(random_snapshot(12, seed=1))
     _, expect = solve_las(p, agnostic=False, method="ipm-interior")
@@ -153,7 +153,7 @@ def test_las_falls_back_to_highs_when_ecos_fails(monkeypatch: pytest.MonkeyPatch
 
 def test_ecos_c_entry_answers_as_the_public_call(monkeypatch: pytest.MonkeyPatch) -> None:
     from policies.gavel import ecos_las
-    from policies.gavel.synthetic import random_snapshot
+    from tests.gavel_builders import random_snapshot
 
     p = build_problem(random_snapshot(30, seed=2))
     coef = las_coefficients(p, agnostic=False)
@@ -165,7 +165,7 @@ def test_ecos_c_entry_answers_as_the_public_call(monkeypatch: pytest.MonkeyPatch
 
 
 def test_solve_time_is_not_asserted_but_large_instances_solve() -> None:
-    from policies.gavel.synthetic import random_snapshot
+    from tests.gavel_builders import random_snapshot
 
     p = build_problem(random_snapshot(300, seed=3))
     X, level = solve_las(p, agnostic=False)
@@ -175,7 +175,7 @@ def test_solve_time_is_not_asserted_but_large_instances_solve() -> None:
 
 @pytest.mark.parametrize("agnostic", [False, True])
 def test_las_pareto_keeps_the_level(agnostic: bool) -> None:
-    from policies.gavel.synthetic import random_snapshot
+    from tests.gavel_builders import random_snapshot
 
     p = build_problem(random_snapshot(40, seed=5), agnostic=agnostic)
     X0, l0 = solve_las(p, agnostic)

@@ -9,7 +9,7 @@ from lyra_ray.model import Allocation, ClusterSnapshot, split_pair
 from policies.base import available_policies, get_policy
 from policies.gavel.inputs import build_problem
 from policies.gavel.pairs import candidate_pairs
-from policies.gavel.synthetic import TableThroughputs, job, random_snapshot, snapshot
+from tests.gavel_builders import TableThroughputs, job, random_snapshot, snapshot
 
 GAVEL_NAMES = [
     "max_min_fairness",

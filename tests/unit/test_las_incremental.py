@@ -23,7 +23,7 @@ from policies.gavel.max_min_fairness import (
     las_coefficients,
     solve_las,
 )
-from policies.gavel.synthetic import random_snapshot
+from tests.gavel_builders import random_snapshot
 
 
 def _close(a: float, b: float, tol: float = 1e-6) -> bool:

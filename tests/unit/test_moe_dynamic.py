@@ -99,7 +99,7 @@ def test_borrowing_lifts_the_unloaded_tail_of_skewed_requests() -> None:
 
 
 def test_sweep_summary_reports_borrowing_and_counts_only_side_by_side() -> None:
-    from moe_serving.bench_sweep import summarise
+    from benchmarks.moe.bench_sweep import summarise
 
     def run(p95: float, only_p95: float) -> dict[str, object]:
         ratios = {"p50_speedup": 1.7, "p95_speedup": p95, "throughput_ratio": 1.6}
@@ -115,8 +115,8 @@ def test_sweep_summary_reports_borrowing_and_counts_only_side_by_side() -> None:
 
 
 def test_sweep_result_is_marked_partial_until_every_seed_ran() -> None:
-    from moe_serving.bench import BenchSetup
-    from moe_serving.bench_sweep import seed_setups, sweep_result
+    from benchmarks.moe.bench import BenchSetup
+    from benchmarks.moe.bench_sweep import seed_setups, sweep_result
     from moe_serving.model import MoEConfig
 
     def run() -> dict[str, object]:
@@ -134,10 +134,10 @@ def test_sweep_result_is_marked_partial_until_every_seed_ran() -> None:
 def test_bench_refuses_an_unwritable_json_path_before_it_starts(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    from moe_serving.cli import main
+    from benchmarks.moe_serving import main
 
     blocker = tmp_path / "a_file"
     blocker.write_text("")
-    rc = main(["moe", "bench", "--json", str(blocker / "out.json")])
+    rc = main(["--json", str(blocker / "out.json")])
     assert rc == 2
     assert "--json" in capsys.readouterr().err

@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from moe_serving.estimator_eval import compare_estimators
+from benchmarks.moe.estimator_eval import compare_estimators
 from moe_serving.popularity import (
     MarginalEstimator,
     PathEstimator,

@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 from lyra_ray.model import Allocation, Assignment, ClusterSnapshot, JobView, pair_key
 from lyra_ray.scheduling.rounds import RoundMechanism
-from policies.gavel.synthetic import TableThroughputs, job, snapshot
+from tests.gavel_builders import TableThroughputs, job, snapshot
 
 ROUND = 360.0
 

@@ -15,13 +15,13 @@ from policies.gavel.inputs import Problem, build_problem
 from policies.gavel.lp import base_constraints, utility_matrix
 from policies.gavel.max_min_fairness import las_coefficients
 from policies.gavel.packed import _las_scale, _setup, packed_utility
-from policies.gavel.synthetic import TableThroughputs, job, random_snapshot, snapshot
 from policies.gavel.water_filling import (
     hierarchical_weights,
     solve_water_filling,
     utility_caps,
     water_fill,
 )
+from tests.gavel_builders import TableThroughputs, job, random_snapshot, snapshot
 
 TYPES = ("k80", "p100", "v100")
 

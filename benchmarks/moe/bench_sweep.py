@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from moe_serving.bench import BenchSetup, bench_on_cluster
+from benchmarks.moe.bench import BenchSetup, bench_on_cluster
 
 log = logging.getLogger(__name__)
 

@@ -15,7 +15,8 @@ Two modes:
 
 Beside each measured ratio the output carries the ideal one (``bottleneck.py``): the busiest
 replica's work under uniform counts over that under Lina's, from the gate's actual counts
-of the measured requests. ``bench_sweep.py`` runs this per seed on one cluster.
+of the measured requests. ``bench_sweep.py`` runs this per seed on one cluster; the phase-1
+plan is the one `lyra moe serve` deploys (``moe_serving/setup.py``).
 """
 
 from __future__ import annotations
@@ -32,56 +33,28 @@ import numpy as np
 import numpy.typing as npt
 
 from moe_serving.bottleneck import ideal_report
-from moe_serving.model import MoEConfig, MoEModel
-from moe_serving.planner import Placement, plan_lina, replan
-from moe_serving.popularity import PathEstimator, load_counts
-from moe_serving.workload import sample_batch
+from moe_serving.model import MoEModel
+from moe_serving.planner import replan
+from moe_serving.popularity import load_counts
+from moe_serving.setup import (
+    ServingSetup,
+    config_from_args,
+    phase1_plan,
+    request_stream,
+    routes_of,
+)
 
 log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
-class BenchSetup:
-    cfg: MoEConfig
-    replicas: int = 16  # per layer
-    batch: int = 16  # sequences per request
-    seq: int = 16
+class BenchSetup(ServingSetup):
+    """A serving setup plus the measured load and the device expert the calibrated mode times."""
+
     requests: int = 120
     concurrency: int = 4
-    seed: int = 0
     device_dim: int = 4096  # calibrated mode: the expert a "device" runs (Mixtral-8x7B-sized)
     device_hidden: int = 14336
-
-
-def request_stream(setup: BenchSetup, n: int, seed: int) -> list[npt.NDArray[np.int64]]:
-    """Requests whose topic mix varies request to request (Dirichlet), reproducibly."""
-    rng = np.random.default_rng(seed)
-    cfg = setup.cfg
-    return [
-        sample_batch(cfg, rng, setup.batch, setup.seq, rng.dirichlet(np.full(cfg.topics, 0.5)))
-        .numpy()
-        .astype(np.int64)
-        for _ in range(n)
-    ]
-
-
-def phase1_plan(model: MoEModel, setup: BenchSetup) -> Placement:
-    """Profile paths in-process, estimate the coming traffic's loads, plan replica counts."""
-    cfg = model.cfg
-    est = PathEstimator(cfg.layers, cfg.experts, history=min(2, cfg.layers - 1))
-    for t in request_stream(setup, 16, setup.seed + 100):
-        est.observe(model.run(_tensor(t))[1].numpy())
-    load = np.zeros((cfg.layers, cfg.experts))
-    for t in request_stream(setup, 8, setup.seed + 200):
-        load += est.estimate_all(model.run(_tensor(t))[1].numpy())
-    # each replica is one device (one slot): packing is trivial, counts are the plan
-    return plan_lina(load, setup.replicas, setup.replicas, 1)
-
-
-def _tensor(t: npt.NDArray[np.int64]) -> Any:
-    import torch
-
-    return torch.as_tensor(t)
 
 
 def run_load(handle: Any, reqs: list[npt.NDArray[np.int64]], concurrency: int) -> dict[str, Any]:
@@ -249,9 +222,7 @@ def bench_on_cluster(
     finally:
         serve.delete(APP_NAME)
     # per-request counts from the in-process gate (the served gate's, by the equality test)
-    per_request = np.stack(
-        [load_counts(model.run(_tensor(t))[1].numpy(), cfg.experts) for t in reqs]
-    )
+    per_request = np.stack([load_counts(routes_of(model, t), cfg.experts) for t in reqs])
     for mode, st in services.items():
         ideal = ideal_report(
             actual,
@@ -269,21 +240,8 @@ def bench_on_cluster(
     return out
 
 
-def config_from_args(args: argparse.Namespace) -> MoEConfig:
-    """The model flags shared by `lyra moe serve` and `lyra moe bench`."""
-    return MoEConfig(
-        layers=args.layers,
-        experts=args.experts,
-        dim=args.dim,
-        hidden=args.hidden,
-        heads=4,
-        skew=args.skew,
-        correlation=args.correlation,
-        seed=args.seed,
-    )
-
-
 def setup_from_args(args: argparse.Namespace) -> BenchSetup:
+    """The benchmark's flags (benchmarks/moe_serving.py) as a setup."""
     return BenchSetup(
         cfg=config_from_args(args),
         replicas=args.replicas,

@@ -1,4 +1,6 @@
-"""Synthetic snapshots for Gavel's policies: the unit tests' and benchmarks' inputs.
+"""Synthetic snapshots for Gavel's policies: the unit tests' inputs and policy_solve's fallback.
+
+Test code, kept out of ``policies/``: nothing the scheduler runs needs them.
 
 ``TableThroughputs`` is the smallest :class:`ThroughputModel`: steps/s per job name and
 GPU type, plus optional pair throughputs. ``random_snapshot`` draws a cluster like the

@@ -1,0 +1,1 @@
+"""Benchmark scripts; a package so tests can import the code under ``benchmarks/moe/``."""
