@@ -9,6 +9,8 @@ Name it in a JobSpec as ``entrypoint: jobs.train_example:train_loop``. Config ke
 ``total_steps`` (set by the runtime), ``checkpoint_every`` (default 20), ``batch_size``
 (32), ``hidden`` (32), ``lr`` (0.01), ``step_sleep_s`` (0: extra seconds per step that
 stand in for a bigger model, so that a job lives long enough to be preempted),
+``work_per_step_s`` (0: seconds of one step's work on one worker, divided among the
+workers, so that the job speeds up with more of them as ``scaling: linear`` says),
 ``step_log`` (a file rank 0 appends "generation step" lines to: lets tests prove that
 no step was lost or repeated across preemptions).
 """
@@ -57,7 +59,11 @@ def train_loop(config: dict[str, Any]) -> None:
     if loop.world > 1 and dist.is_available() and dist.is_initialized():
         net = nn.parallel.DistributedDataParallel(model)
     batch = int(config.get("batch_size", 32))
+    # step_sleep_s: the same for every worker count (weak scaling: each worker adds its
+    # own batch); work_per_step_s: one step's work on one worker, split over the workers
+    # (strong scaling: a fixed global batch), so that more GPUs finish the job sooner.
     pause = float(config.get("step_sleep_s", 0.0))
+    pause += float(config.get("work_per_step_s", 0.0)) / max(1, loop.world)
     loss_fn = nn.MSELoss()
     step_log = config.get("step_log") if loop.rank == 0 else None
     for step in loop.steps(lambda: {"model": model.state_dict(), "opt": opt.state_dict()}):

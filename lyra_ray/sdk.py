@@ -35,6 +35,7 @@ from lyra_ray.model.errors import InputError
 from lyra_ray.model.spec import load_job_file, parse_job_spec
 from lyra_ray.model.state import spec_to_dict
 from lyra_ray.runtime.names import NAMESPACE, SCHEDULER_ACTOR
+from lyra_ray.serving.spec import parse_service_spec
 
 SpecError = InputError
 TERMINAL = frozenset({"finished", "cancelled", "failed"})
@@ -146,6 +147,33 @@ class Client:
             if deadline is not None and time.monotonic() > deadline:
                 raise TimeoutError(f"job {job_id} still {st['status']} after {timeout}s")
             time.sleep(poll_s)
+
+    # ------------------------------------------------------------------ serving
+
+    def deploy_service(self, spec: Mapping[str, Any]) -> str:
+        """Register and deploy an inference service on the inference pool; returns its
+        HTTP URL. The spec is checked here first, then against the live pool."""
+        parse_service_spec(spec)
+        reply: dict[str, Any] = self._call("deploy_service", dict(spec), retry=False)
+        if not reply.get("ok"):
+            raise SpecError(str(reply.get("error")))
+        return str(reply["url"])
+
+    def remove_service(self, name: str) -> None:
+        reply: dict[str, Any] = self._call("remove_service", name)
+        if not reply.get("ok"):
+            raise LyraError(str(reply.get("error")))
+
+    def overview(self) -> dict[str, Any]:
+        """Servers (with serving / draining / lent / reclaiming), jobs and services."""
+        out: dict[str, Any] = self._call("overview")
+        return out
+
+    def service_url(self, name: str) -> str:
+        for s in self.overview()["serving"]["services"]:
+            if s["name"] == name:
+                return str(s["url"])
+        raise SpecError(f"field 'service': unknown service {name!r}")
 
     def call(self, method: str, *args: Any) -> Any:
         """Raw access to the scheduler's introspection methods (runs, launches, stats)."""

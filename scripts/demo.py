@@ -1,14 +1,21 @@
-"""The live demo (`make demo`): a local fake-GPU cluster, real Ray Train jobs, all done.
+"""The live demo (`make demo`): training and inference share one fake-GPU cluster.
 
-1. ``lyra up --local``: a head and V100/P100/K80 nodes as ``ray start`` processes
-   (dashboard on, labels, token auth as Ray defaults it), and the scheduler actor.
-2. Jobs arrive two ways: ``ray job submit -- lyra submit jobs/examples/tiny.yaml``
-   (a driver inside the cluster) and the Python SDK (``jobs/examples/mixed.yaml``).
-3. A live table shows them queued, running on a GPU type x workers, preempted at round
-   boundaries and resumed from their checkpoints (and resized, with an elastic policy).
-4. Every job ends finished; ``lyra down`` stops exactly what ``lyra up`` started.
+1. ``lyra up --local``: a head, training nodes (V100, T4) and an inference pool of two
+   T4 servers as ``ray start`` processes, and the scheduler actor with the ``lyra``
+   policy (capacity loaning + elastic training).
+2. ``lyra serve deploy``: a dense torch model on Ray Serve behind an HTTP route; its
+   replicas run only on the inference pool, and lyra owns them.
+3. Jobs arrive two ways: ``ray job submit -- lyra submit jobs/examples/tiny.yaml`` (a
+   driver inside the cluster) and the Python SDK (``jobs/examples/loaning.yaml``: an
+   elastic job on the inference pool's GPU type).
+4. ``lyra serve load`` drives a compressed day of HTTP traffic at the service. At the
+   trough an inference server is lent and the elastic job runs on it; at the peak the
+   server is reclaimed, the job shrinks through a checkpoint and the replicas return;
+   after the peak the server is lent again and the job grows back.
+5. Every job ends finished with its exact steps, no request fails, and ``lyra down``
+   stops exactly what ``lyra up`` started.
 
-    python scripts/demo.py [--policy max_min_fairness] [--round-seconds 30]
+    python scripts/demo.py [--day-s 180] [--peak-rps 40]
 """
 
 from __future__ import annotations
@@ -45,20 +52,30 @@ def show(rows: list[dict[str, Any]], seen: dict[str, tuple[Any, ...]]) -> None:
         if seen.get(r["id"]) != key:
             where = f"{a['gpu_type']} x {a['workers']}" if a else "-"
             print(
-                f"  {time.strftime('%H:%M:%S')} {r['name']:<14} {r['status']:<10} {where:<9} "
-                f"steps {r['steps_done']:.0f}/{r['total_steps']:.0f} "
-                f"preempted {r['num_preemptions']} resized {r['num_resizes']} "
-                f"run g{r['generation']}",
+                f"  {time.strftime('%H:%M:%S')} job {r['name']:<11} {r['status']:<9} "
+                f"{where:<8} steps {r['steps_done']:.0f}/{r['total_steps']:.0f}",
                 flush=True,
             )
             seen[r["id"]] = key
 
 
+def show_servers(view: dict[str, Any], seen: dict[str, tuple[Any, ...]]) -> None:
+    for n in view["nodes"]:
+        if n["pool"] == "inference" and seen.get(n["id"]) != (n["state"],):
+            print(
+                f"  {time.strftime('%H:%M:%S')} server {n['id'][:8]}  {n['state']:<10} "
+                f"(serving needs {view['serving']['demand_servers']})",
+                flush=True,
+            )
+            seen[n["id"]] = (n["state"],)
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--nodes", default="v100=1x4,p100=1x2,k80=1x2")
-    ap.add_argument("--policy", default="max_min_fairness")
-    ap.add_argument("--round-seconds", type=float, default=30.0)
+    ap.add_argument("--nodes", default="v100=1x2,t4=1x2")
+    ap.add_argument("--inference", default="t4=2x2")
+    ap.add_argument("--day-s", type=float, default=180.0, help="one compressed day")
+    ap.add_argument("--peak-rps", type=float, default=40.0)
     ap.add_argument("--timeout", type=float, default=1200.0)
     args = ap.parse_args(argv)
 
@@ -66,15 +83,18 @@ def main(argv: list[str] | None = None) -> int:
     os.environ["LYRA_HOME"] = home
     os.environ.setdefault("RAY_TMPDIR", f"/tmp/lyra-demo-{os.getuid()}")
     os.environ["PATH"] = f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}"
+    config = Path(home) / "lyra.yaml"
+    # No reserve: with two inference servers, the default reserve would keep both serving.
+    config.write_text("lyra:\n  policy: lyra\n  policy_args: {reserve_fraction: 0.0}\n")
     up = lyra(
         "up",
         "--local",
         "--nodes",
         args.nodes,
-        "--policy",
-        args.policy,
-        "--round-seconds",
-        str(args.round_seconds),
+        "--inference",
+        args.inference,
+        "--config",
+        str(config),
     )
     dashboard = next(
         line.split("dashboard: ")[1].strip()
@@ -88,6 +108,7 @@ def main(argv: list[str] | None = None) -> int:
     address = os.environ["RAY_ADDRESS"]
     ok = False
     try:
+        lyra("serve", "deploy", str(ROOT / "jobs" / "examples" / "dense-service.yaml"))
         print("$ ray job submit -- lyra submit jobs/examples/tiny.yaml", flush=True)
         subprocess.run(
             [
@@ -106,29 +127,52 @@ def main(argv: list[str] | None = None) -> int:
             ],
             check=True,
             cwd=ROOT,
+            stdout=subprocess.DEVNULL,
         )
         from lyra_ray.sdk import TERMINAL, Client
 
         client = Client(address)
-        ids = client.submit_file(ROOT / "jobs" / "examples" / "mixed.yaml")
+        ids = client.submit_file(ROOT / "jobs" / "examples" / "loaning.yaml")
         print(f"SDK submitted {ids}", flush=True)
+        load_cmd = [
+            "serve", "load", "dense", "--pattern", "diurnal",
+            "--period-s", str(args.day_s), "--duration-s", str(args.day_s),
+            "--peak-rps", str(args.peak_rps), "--trough-fraction", "0.05",
+        ]  # fmt: skip
+        print("$ lyra " + " ".join(load_cmd) + "   (in the background)", flush=True)
+        load = subprocess.Popen(
+            [sys.executable, "-m", "lyra_ray.cli", *load_cmd],
+            cwd=ROOT,
+            text=True,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+        )
         seen: dict[str, tuple[Any, ...]] = {}
         deadline = time.monotonic() + args.timeout
         while time.monotonic() < deadline:
-            rows = client.list()
-            show(rows, seen)
-            if len(rows) >= len(ids) + 2 and all(r["status"] in TERMINAL for r in rows):
+            view = client.overview()
+            show_servers(view, seen)
+            show(view["jobs"], seen)
+            rows = view["jobs"]
+            if (
+                load.poll() is not None
+                and len(rows) >= len(ids) + 2
+                and all(r["status"] in TERMINAL for r in rows)
+            ):
                 break
             time.sleep(2.0)
+        out, _ = load.communicate(timeout=120)
+        print(out.strip().splitlines()[-1] if out.strip() else "(no load report)", flush=True)
         lyra("status", "--address", address)
         rows = client.list()
+        reclaims = client.overview()["serving"]["reclaims"]
         ok = len(rows) >= len(ids) + 2 and all(r["status"] == "finished" for r in rows)
         ok = ok and all(r["steps_done"] == r["total_steps"] for r in rows)
-        preempted = sum(r["num_preemptions"] for r in rows)
+        ok = ok and load.returncode == 0 and bool(reclaims)
         resized = sum(r["num_resizes"] for r in rows)
         print(
-            f"{len(rows)} jobs, all finished with exact steps: {ok}; "
-            f"preemptions {preempted}, resizes {resized}",
+            f"{len(rows)} jobs finished with exact steps, {len(reclaims)} server(s) lent and "
+            f"reclaimed, {resized} resizes, no failed request: {ok}",
             flush=True,
         )
     finally:

@@ -20,6 +20,9 @@ def register(sub: Any) -> None:
     p = sub.add_parser("up", help="start a local multi-node Ray cluster + the scheduler")
     p.add_argument("--local", action="store_true", help="fake-GPU nodes on this host")
     p.add_argument("--nodes", default="v100=2x4,p100=2x4,k80=2x4", help="TYPE=NODESxGPUS,...")
+    p.add_argument(
+        "--inference", default=None, help="inference-pool nodes, TYPE=NODESxGPUS (t4=2x2)"
+    )
     p.add_argument("--config", help="cluster.yaml (its `lyra:` section configures the scheduler)")
     p.add_argument("--policy", help="override the policy of the lyra section")
     p.add_argument("--round-seconds", type=float, help="override round_s")
@@ -109,14 +112,74 @@ def _print_table(rows: list[dict[str, Any]]) -> None:
     Console().print(t)
 
 
+def job_row(r: dict[str, Any]) -> dict[str, Any]:
+    """A job as ``lyra status --json`` prints it."""
+    a = r.get("assignment") or {}
+    return {
+        "id": r["id"],
+        "name": r.get("name"),
+        "state": r["status"],
+        "workers": int(a.get("workers", 0)),
+        "gpu_type": a.get("gpu_type"),
+        "steps": r.get("steps_done", 0),
+        "total_steps": r.get("total_steps"),
+        "user": r.get("user"),
+        "generation": r.get("generation"),
+        "queued_s": r.get("queued_s"),
+        "reason": r.get("reason"),
+    }
+
+
+def status_json(view: dict[str, Any]) -> dict[str, Any]:
+    """``nodes``, ``jobs``, ``serving`` (``demand_servers``, ``services``)."""
+    serving = view["serving"]
+    return {
+        "nodes": view["nodes"],
+        "jobs": [job_row(r) for r in view["jobs"]],
+        "serving": {
+            "demand_servers": serving["demand_servers"],
+            "services": [
+                {k: s[k] for k in ("name", "model", "url", "replicas", "ready")}
+                for s in serving["services"]
+            ],
+        },
+    }
+
+
+def _print_servers(view: dict[str, Any]) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    infer = [n for n in view["nodes"] if n["pool"] == "inference"]
+    if not infer:
+        return
+    serving = view["serving"]
+    t = Table(title=f"inference servers (serving needs {serving['demand_servers']})")
+    for col in ("server", "GPU", "GPUs", "state"):
+        t.add_column(col)
+    for n in infer:
+        t.add_row(n["id"][:12], n["gpu_type"], str(n["gpus"]), n["state"])
+    Console().print(t)
+    for s in serving["services"]:
+        print(f"service {s['name']}: {s['ready']}/{s['replicas']} replicas ready  {s['url']}")
+
+
 def _status(args: argparse.Namespace) -> int:
     c = _client(args.address)
     while True:
-        rows = [c.status(args.job_id)] if args.job_id else c.list()
-        if args.json:
-            print(json.dumps(rows, indent=2))
+        if args.job_id:
+            row = c.status(args.job_id)
+            if args.json:
+                print(json.dumps(job_row(row), indent=2))
+            else:
+                _print_table([row])
         else:
-            _print_table(rows)
+            view = c.overview()
+            if args.json:
+                print(json.dumps(status_json(view), indent=2))
+            else:
+                _print_servers(view)
+                _print_table(view["jobs"])
         if not args.watch:
             return 0
         time.sleep(args.watch)
@@ -158,7 +221,9 @@ def _up(args: argparse.Namespace) -> int:
         overrides["policy"] = args.policy
     if args.round_seconds:
         overrides["round_s"] = args.round_seconds
-    info = up(args.nodes if args.local else None, args.config, overrides, args.dir)
+    if args.inference and not args.local:
+        raise InputError("up: --inference needs --local")
+    info = up(args.nodes if args.local else None, args.config, overrides, args.dir, args.inference)
     print(f"cluster up: {info['address']}  dashboard: {info['dashboard']}")
     print(f"export RAY_ADDRESS={info['address']}")
     if info.get("auth_mode"):

@@ -97,12 +97,13 @@ def parse_job_spec(
     except ValidationError as e:
         raise InputError(_format_error(source, e)) from None
     if known_gpu_types is not None and j.throughput is not None:
+        # A throughput table says what a job *can* run on: a type this cluster lacks is
+        # simply unused. Only a job that can run on none of the cluster's types is bad.
         known = {g.lower() for g in known_gpu_types}
-        unknown = sorted(set(j.throughput) - known)
-        if unknown:
+        if not any(v > 0 for g, v in j.throughput.items() if g in known):
             raise InputError(
-                f"{source}: field 'throughput': unknown GPU type(s) {unknown}; "
-                f"the cluster has {sorted(known)}"
+                f"{source}: field 'throughput': no GPU type the job can run on "
+                f"({sorted(j.throughput)}) is in the cluster, which has {sorted(known)}"
             )
     if (
         known_job_types is not None

@@ -216,7 +216,8 @@ class Allocation:
     lend: frozenset[NodeId] = frozenset()
     """Inference nodes that should be on loan to training after this step."""
     preferred_nodes: Mapping[JobId, tuple[NodeId, ...]] = field(default_factory=dict)
-    """Placement hints, e.g. put an elastic job's flexible workers on lent servers."""
+    """Servers to fill first (best fit among them), e.g. lent servers for an elastic job
+    and training servers for a rigid one; other servers of its type only after them."""
 
 
 PAIR_SEP = "+"

@@ -32,13 +32,15 @@ log = logging.getLogger(__name__)
 _ITEM = re.compile(r"^\s*([A-Za-z][\w-]*)\s*=\s*(\d+)\s*x\s*(\d+)\s*$")
 
 
-def parse_nodes(spec: str) -> list[tuple[str, int, int]]:
+def parse_nodes(spec: str, flag: str = "--nodes") -> list[tuple[str, int, int]]:
     """``v100=2x4,p100=1x2`` -> [(gpu type, nodes, GPUs per node), ...]."""
     out: list[tuple[str, int, int]] = []
     for item in spec.split(","):
         m = _ITEM.match(item)
-        if not m or int(m.group(2)) < 1 or int(m.group(3)) < 1:
-            raise InputError(f"--nodes: item {item.strip()!r} is not TYPE=NODESxGPUS (v100=2x4)")
+        if not m or not 1 <= int(m.group(2)) <= 64 or not 1 <= int(m.group(3)) <= 64:
+            raise InputError(
+                f"{flag}: item {item.strip()!r} is not TYPE=NODESxGPUS with 1-64 of each (v100=2x4)"
+            )
         out.append((m.group(1).lower(), int(m.group(2)), int(m.group(3))))
     return out
 
@@ -89,8 +91,14 @@ def up(
     config_path: str | None,
     overrides: dict[str, Any],
     home: str | None = None,
+    inference_spec: str | None = None,
 ) -> dict[str, Any]:
-    """Start the nodes (if ``nodes_spec``), then the scheduler; returns the addresses."""
+    """Start the nodes (if ``nodes_spec``: training; ``inference_spec``: the inference
+    pool, labelled ``pool=inference``), then the scheduler; returns the addresses."""
+    if inference_spec is not None:
+        if nodes_spec is None:
+            raise InputError("--inference: only with --local (fake-GPU nodes on this host)")
+        parse_nodes(inference_spec, "--inference")
     if nodes_spec is not None:
         # before anything imports Ray: it reads the mode once, at import
         os.environ["RAY_AUTH_MODE"] = auth_mode()
@@ -99,7 +107,11 @@ def up(
     h = lyra_home(home)
     # A --local cluster keeps its scheduler state and checkpoints beside its own processes,
     # so a new `lyra up` starts clean instead of inheriting an old cluster's jobs.
-    local = {"state_dir": str(h / "state"), "storage_path": str(h / "checkpoints")}
+    local = {
+        "state_dir": str(h / "state"),
+        "storage_path": str(h / "checkpoints"),
+        "serve_port": _free_port(),
+    }
     base = local if nodes_spec is not None else {}
     cfg = SchedulerConfig.from_dict({**base, **lyra_section(config_path), **overrides})
     if (h / "up.json").exists():
@@ -108,7 +120,7 @@ def up(
         )
     info: dict[str, Any] = {"pids": []}
     try:
-        return _up(h, nodes_spec, cfg, info)
+        return _up(h, nodes_spec, cfg, info, inference_spec)
     except BaseException:
         if info["pids"]:
             log.warning("lyra up failed: stopping the %d node(s) it started", len(info["pids"]))
@@ -139,7 +151,9 @@ def _token_available() -> bool:
     return (Path.home() / ".ray" / "auth_token").is_file()
 
 
-def _up(h: Path, nodes_spec: str | None, cfg: Any, info: dict[str, Any]) -> dict[str, Any]:
+def _up(
+    h: Path, nodes_spec: str | None, cfg: Any, info: dict[str, Any], inference: str | None
+) -> dict[str, Any]:
     import ray
 
     from lyra_ray.runtime.scheduler import start_scheduler
@@ -175,23 +189,25 @@ def _up(h: Path, nodes_spec: str | None, cfg: Any, info: dict[str, Any]) -> dict
         # registering with a GCS that is still starting times out ("node timed out
         # during startup"); in sequence each one takes a few seconds.
         expected = 1
-        for gpu, count, gpus in parse_nodes(nodes_spec):
+        pools = [(nodes_spec, "training")] + ([(inference, "inference")] if inference else [])
+        items = [(g, c, n, pool) for spec, pool in pools for g, c, n in parse_nodes(spec)]
+        for gpu, count, gpus, pool in items:
             for i in range(count):
                 args = [
                     f"--address={address}",
                     "--num-cpus=2",
                     f"--num-gpus={gpus}",
                     f"--resources={json.dumps({f'accelerator_type:{gpu.upper()}': 1})}",
-                    f"--labels=gpu-type={gpu},pool=training",
+                    f"--labels=gpu-type={gpu},pool={pool}",
                     f"--object-store-memory={100 * 2**20}",
                     f"--dashboard-agent-listen-port={_free_port()}",
                 ]
-                logfile = h / f"{gpu}-{i}.log"
+                logfile = h / f"{pool}-{gpu}-{i}.log"
                 info["pids"].append(_spawn(args, logfile, env))
                 expected += 1
                 _save(h, info)
                 _wait_nodes(expected, pid=info["pids"][-1], logfile=logfile)
-                log.info("node %s-%d up (%d GPUs)", gpu, i, gpus)
+                log.info("%s node %s-%d up (%d GPUs)", pool, gpu, i, gpus)
     else:
         ray.init(address=os.environ.get("RAY_ADDRESS", "auto"), log_to_driver=False)
         info.update(address=ray.get_runtime_context().gcs_address, dashboard=None)

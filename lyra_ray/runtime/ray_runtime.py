@@ -62,8 +62,13 @@ class RayRuntime:
         storage_path: str,
         grace_s: float = 30.0,
         serving_hook: Callable[[m.Action], None] | None = None,
+        node_ready: Callable[[str], bool] | None = None,
     ) -> None:
+        """``serving_hook`` carries out Lend / Reclaim / ScaleServe; ``node_ready(node)``
+        says whether training may use a server yet (a lent server is ready once its
+        Serve replicas have left). A run bound for a server not ready waits."""
         self.specs = specs
+        self.node_ready = node_ready
         self.storage_path = os.path.abspath(storage_path)
         self.grace_s = grace_s
         self.serving_hook = serving_hook
@@ -79,6 +84,8 @@ class RayRuntime:
         self.dirty = False
         self._pending: list[m.Event] = []
         """Events found outside poll() (by reconcile) and reported by the next poll()."""
+        self.waiting: dict[str, dict[str, Any]] = {}
+        """Launches held until every server of their assignment is ready for training."""
 
     # ------------------------------------------------------------------ persistence
 
@@ -88,6 +95,7 @@ class RayRuntime:
             "generations": dict(sorted(self.generations.items())),
             "launches": self.launches[-1000:],
             "gaps": self.gaps[-1000:],
+            "waiting": dict(sorted(self.waiting.items())),
         }
 
     def load_state(self, state: Mapping[str, Any]) -> None:
@@ -95,6 +103,7 @@ class RayRuntime:
         self.generations = dict(state.get("generations", {}))
         self.launches = [tuple(x) for x in state.get("launches", [])]
         self.gaps = list(state.get("gaps", []))
+        self.waiting = dict(state.get("waiting", {}))
 
     def seed_nodes(self, nodes: Iterable[m.Node]) -> None:
         """After a restart: start the inventory from the nodes the core believes in.
@@ -135,7 +144,21 @@ class RayRuntime:
             self._kill(r)
         self._start(job_id, assignment)
 
+    def _ready(self, assignment: Mapping[str, Any]) -> bool:
+        return self.node_ready is None or all(self.node_ready(n) for n, _ in assignment["nodes"])
+
+    def holds(self, node: str) -> bool:
+        """Whether a run (or a held launch) of training is on ``node``."""
+        bound = [r.assignment for r in self.runs.values()] + list(self.waiting.values())
+        return any(n == node for a in bound for n, _ in a["nodes"])
+
     def _start(self, job_id: str, assignment: dict[str, Any], unexpected: int = 0) -> None:
+        if not self._ready(assignment):
+            log.info("launch of %s waits for its servers to be freed by serving", job_id)
+            self.waiting[job_id] = assignment
+            self.dirty = True
+            return
+        self.waiting.pop(job_id, None)
         spec = self.specs(job_id)
         if spec.entrypoint is None:
             raise ValueError(f"job {job_id} has no entrypoint")
@@ -164,6 +187,14 @@ class RayRuntime:
         self.dirty = True
 
     def _stop(self, job_id: str, next_assignment: dict[str, Any] | None) -> None:
+        if job_id in self.waiting:
+            self.waiting.pop(job_id)
+            if next_assignment is None:
+                self._pending.append(m.JobStopped(job_id, 0.0))
+            else:
+                self._start(job_id, next_assignment)
+            self.dirty = True
+            return
         r = self.runs.get(job_id)
         if r is None:
             if next_assignment is not None:
@@ -177,6 +208,7 @@ class RayRuntime:
         self.dirty = True
 
     def _finish(self, job_id: str) -> None:
+        self.waiting.pop(job_id, None)
         r = self.runs.pop(job_id, None)
         if r is not None:
             runs.request_stop(job_id, r.generation)
@@ -191,6 +223,9 @@ class RayRuntime:
     def poll(self) -> list[m.Event]:
         events: list[m.Event] = [*self._pending, *self.inventory.refresh()]
         self._pending = []
+        for jid, a in list(self.waiting.items()):
+            if self._ready(a):
+                self._start(jid, a)
         down = {e.node_id for e in events if isinstance(e, m.NodeDown)}
         for jid, r in list(self.runs.items()):
             if any(n in down for n, _ in r.assignment["nodes"]):

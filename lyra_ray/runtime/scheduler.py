@@ -15,12 +15,13 @@ carries out on restart; never "done but forgotten", which would run a job twice.
 from __future__ import annotations
 
 import logging
+import math
 import re
 import threading
 import time
 import uuid
 from collections.abc import Mapping
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
 import ray
@@ -33,8 +34,10 @@ from lyra_ray.model.throughput import MeasuredThroughputs, catalogue_throughputs
 from lyra_ray.runtime.names import NAMESPACE, SCHEDULER_ACTOR
 from lyra_ray.runtime.ray_runtime import RayRuntime
 from lyra_ray.runtime.runs import load_entrypoint
+from lyra_ray.runtime.serving import ServingPool
 from lyra_ray.runtime.store import StateStore
 from lyra_ray.scheduling.core import SchedulerCore, default_rounds
+from lyra_ray.serving.spec import parse_service_spec
 from policies.base import get_policy
 
 log = logging.getLogger(__name__)
@@ -56,6 +59,11 @@ class SchedulerConfig:
     min_reset_interval_s: float = 0.0
     """Gavel's simulator adopts a new allocation at most every 1,920 s; live, every change
     (arrival, completion) is adopted at the next round."""
+    policy_args: Mapping[str, Any] = field(default_factory=dict)
+    """Keyword arguments of the policy (e.g. ``reserve_fraction`` of ``lyra``)."""
+    serve_host: str = "127.0.0.1"
+    serve_port: int = 8000
+    """Where Ray Serve's HTTP proxy listens for the inference services lyra owns."""
 
     @classmethod
     def from_dict(cls, raw: Mapping[str, Any] | None) -> SchedulerConfig:
@@ -66,15 +74,24 @@ class SchedulerConfig:
             raise InputError(f"lyra config: unknown field(s) {unknown}; known: {sorted(known)}")
         try:
             cfg = cls(**raw)
-            for f in ("round_s", "period_s", "grace_s"):
-                if float(getattr(cfg, f)) <= 0:
-                    raise ValueError(f"field '{f}' must be > 0")
-            for f in ("min_lease_s", "startup_grace_s", "min_reset_interval_s"):
-                if float(getattr(cfg, f)) < 0:
-                    raise ValueError(f"field '{f}' must be >= 0")
+            for f in ("round_s", "period_s", "grace_s", "min_lease_s", "startup_grace_s"):
+                _finite(f, getattr(cfg, f), positive=f in ("round_s", "period_s", "grace_s"))
+            _finite("min_reset_interval_s", cfg.min_reset_interval_s, positive=False)
+            if not isinstance(cfg.policy_args, Mapping):
+                raise ValueError("field 'policy_args' must be a mapping")
+            port = cfg.serve_port
+            if isinstance(port, bool) or not isinstance(port, int) or not 1 <= port <= 65535:
+                raise ValueError(f"field 'serve_port' must be a port number, got {port!r}")
         except (TypeError, ValueError) as e:
             raise InputError(f"lyra config: {e}") from None
         return cfg
+
+
+def _finite(name: str, value: Any, positive: bool) -> None:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise ValueError(f"field '{name}' must be a number, got {value!r}")
+    if not math.isfinite(value) or value < 0 or (positive and value == 0):
+        raise ValueError(f"field '{name}' must be a finite number {'>' if positive else '>='} 0")
 
 
 def _slug(name: str) -> str:
@@ -90,7 +107,7 @@ class GlobalScheduler:
         self.lock = threading.RLock()
         self.wake = threading.Event()
         self.throughputs = MeasuredThroughputs(catalogue_throughputs())
-        policy = get_policy(self.cfg.policy)
+        policy = get_policy(self.cfg.policy, **self.cfg.policy_args)
         self.core = SchedulerCore(
             policy,
             self.throughputs,
@@ -99,8 +116,15 @@ class GlobalScheduler:
             min_lease_s=self.cfg.min_lease_s,
             startup_grace_s=self.cfg.startup_grace_s,
         )
+        self.serving = ServingPool(
+            lambda node: self.runtime.holds(node), self.cfg.serve_host, self.cfg.serve_port
+        )
         self.runtime = RayRuntime(
-            lambda j: self.core.jobs[j].spec, self.cfg.storage_path, self.cfg.grace_s
+            lambda j: self.core.jobs[j].spec,
+            self.cfg.storage_path,
+            self.cfg.grace_s,
+            serving_hook=self.serving.apply,
+            node_ready=self.serving.node_ready,
         )
         self.reasons: dict[str, str] = {}
         self.next_wakeup: float | None = None
@@ -110,6 +134,8 @@ class GlobalScheduler:
         if saved is not None:
             self.core.load_state(saved["core"])
             self.runtime.load_state(saved["runtime"])
+            self.serving.load_state(saved.get("serving", {}))
+            self.serving.node_events([m.NodeUp(n) for n in self.core.nodes.values()])
             self.runtime.seed_nodes(self.core.nodes.values())
             self.reasons = dict(saved.get("reasons", {}))
             self.next_wakeup = self.core.next_round_s
@@ -153,8 +179,10 @@ class GlobalScheduler:
                     events.append(m.JobSubmitted(jid, spec_from_dict(payload)))
                 elif kind == "cancel" and jid in self.core.jobs:
                     events.append(m.JobCancelled(jid))
-            events += self.runtime.poll()
+            polled = self.runtime.poll()
+            self.serving.node_events(polled)
             now = max(time.time(), self.core.now)
+            events += polled + self.serving.poll(now)
             for e in events:
                 if isinstance(e, m.JobFailed):
                     self.reasons[e.job_id] = e.reason
@@ -188,6 +216,7 @@ class GlobalScheduler:
             {
                 "core": self.core.to_state(),
                 "runtime": self.runtime.to_state(),
+                "serving": self.serving.to_state(),
                 "reasons": self.reasons,
                 "restarts": self.restarts,
             },
@@ -282,6 +311,7 @@ class GlobalScheduler:
             "max_workers": j.spec.max_workers,
             "queued_s": (start if start is not None else end) - j.arrival_s,
             "run_s": sum(j.time_received_s.values()),
+            "gpu_s": j.attained_service_s,
             "num_preemptions": j.num_preemptions,
             "num_resizes": j.num_resizes,
             "generation": self.runtime.generations.get(j.id, 0),
@@ -292,6 +322,54 @@ class GlobalScheduler:
 
     def ping(self) -> dict[str, Any]:
         return {"restarts": self.restarts, "config": asdict(self.cfg)}
+
+    def deploy_service(self, raw: dict[str, Any]) -> dict[str, Any]:
+        """Register and deploy an inference service; refused whole, naming the field."""
+        try:
+            spec = parse_service_spec(raw)
+            deadline = time.monotonic() + 3 * self.cfg.period_s + 5.0
+            while not self.serving.nodes and time.monotonic() < deadline:
+                self.wake.set()  # the next cycle reads the inventory
+                time.sleep(0.2)
+            with self.lock:
+                url = self.serving.deploy(spec)
+                self._save([])
+        except InputError as e:
+            return {"ok": False, "error": str(e)}
+        self.wake.set()
+        return {"ok": True, "service": spec.name, "url": url}
+
+    def remove_service(self, name: str) -> dict[str, Any]:
+        try:
+            with self.lock:
+                self.serving.remove(name)
+                self._save([])
+        except InputError as e:
+            return {"ok": False, "error": str(e)}
+        self.wake.set()
+        return {"ok": True, "service": name}
+
+    def overview(self) -> dict[str, Any]:
+        """Everything ``lyra status`` shows: servers with their state, jobs, serving."""
+        with self.lock:
+            serving = self.serving.describe()
+            nodes = []
+            for n in sorted(self.core.nodes.values(), key=lambda n: (n.pool, n.gpu_type, n.id)):
+                if n.pool == "inference":
+                    state = serving["servers"].get(n.id, "serving")
+                else:
+                    state = "training"
+                nodes.append(
+                    {
+                        "id": n.id,
+                        "gpu_type": n.gpu_type,
+                        "pool": n.pool,
+                        "gpus": n.num_gpus,
+                        "state": state,
+                    }
+                )
+            jobs = [self._describe(k) for k in sorted(self.core.jobs)]
+            return {"nodes": nodes, "jobs": jobs, "serving": serving}
 
     def nodes(self) -> list[dict[str, Any]]:
         with self.lock:

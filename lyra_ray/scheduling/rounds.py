@@ -350,7 +350,9 @@ class RoundMechanism:
         self.state.worker_time = {gt: half * len(new_keys) for gt in types}
         self.state.job_set = sorted(active)
         self.state.last_reset = now
-        self.memo.run_cache = {k: v for k, v in self.memo.run_cache.items() if k in self.state.job_time}
+        self.memo.run_cache = {
+            k: v for k, v in self.memo.run_cache.items() if k in self.state.job_time
+        }
         self.state.alloc_ref = {k: dict(v) for k, v in allocation.fractions.items()}
 
     # ------------------------------------------------------------------ selection
@@ -379,7 +381,11 @@ class RoundMechanism:
 
     def _entry_rows(self, snap: ClusterSnapshot, active: Mapping[JobId, JobView]) -> list[EntryRow]:
         """Per candidate: (key, runnable types, X row, time row, deficit row)."""
-        fractions, job_time, deficits = self.state.alloc_ref, self.state.job_time, self.state.deficits
+        fractions, job_time, deficits = (
+            self.state.alloc_ref,
+            self.state.job_time,
+            self.state.deficits,
+        )
         keys = self._candidates(active)
         sig = (fractions, job_time, deficits)
         c = self.memo.entry_cache

@@ -221,8 +221,9 @@ class LyraPolicy(PolicyBase):
         for j, (t, _) in sorted(workers.items()):
             elastic = self.elastic and by_id[j].spec.elastic
             usable = [n for n in by_type.get(t, []) if pool[n] == "training" or n in lend]
-            # Elastic: lent first; rigid: lent last.
-            out[j] = tuple(sorted(usable, key=lambda n: ((n in lend) != elastic, n)))
+            # Elastic: lent servers; rigid: training servers. The placer takes the best
+            # fit among these first and any other usable server only after them.
+            out[j] = tuple(n for n in sorted(usable) if (n in lend) == elastic)
         return out
 
 

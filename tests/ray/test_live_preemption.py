@@ -1,10 +1,11 @@
 """Preemption, resume and elastic resize on a real local cluster.
 
 A job arriving at an idle cluster under a round-based policy starts at once, without
-waiting for a round boundary. A round-based Gavel policy time-shares two jobs that cannot run together: each is
-preempted (checkpoint, stop) and resumed from its checkpoint — no step lost, none
-repeated beyond one checkpoint interval. An elastic job is resized 2 -> 4 -> 2 as a
-rigid job ends and another arrives, and finishes with exactly its steps.
+waiting for a round boundary. A round-based Gavel policy time-shares two jobs that
+cannot run together: each is preempted (checkpoint, stop) and resumed from its
+checkpoint — no step lost, none repeated beyond one checkpoint interval. An elastic
+job is resized 2 -> 4 -> 2 as a rigid job ends and another arrives, and finishes with
+exactly its steps.
 """
 
 from __future__ import annotations

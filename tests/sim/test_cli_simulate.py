@@ -100,7 +100,7 @@ def test_malformed_gavel_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]
             "throughput: {v100: 1}}\n",
             "min_workers (4) > max_workers (2)",
         ),
-        ("jobs:\n - {name: a, total_steps: 5, throughput: {h900: 1}}\n", "unknown GPU type"),
+        ("jobs:\n - {name: a, total_steps: 5, throughput: {h900: 1}}\n", "no GPU type the job"),
         (
             "jobs:\n - {name: a, total_steps: 5, workers: 99, throughput: {v100: 1}}\n",
             "field 'min_workers': needs 99 GPUs",

@@ -162,3 +162,26 @@ def test_mckp_splits_gpus_when_curves_are_concave() -> None:
     sizes = share_spare(jobs, 5)
     assert sorted(sizes) == [2, 3]
     assert project(jobs, sizes, 5, (0, 1)).total < project(jobs, (4, 1), 5, (0, 1)).total
+
+
+def test_rigid_jobs_take_training_servers_and_elastic_jobs_lent_ones() -> None:
+    """A rigid job on a lent server is preempted by its reclaim, an elastic one only
+    shrinks: so each goes to its own tier first, whatever the servers' ids."""
+    from lyra_ray import model as m
+    from lyra_ray.model.throughput import SpecThroughputs
+    from lyra_ray.scheduling.core import SchedulerCore
+    from policies.base import get_policy
+    from tests.builders import job
+
+    core = SchedulerCore(get_policy("lyra", reserve_fraction=0.0), SpecThroughputs())
+    nodes = [m.Node("a-lent", "t4", 2, "inference"), m.Node("z-train", "t4", 2, "training")]
+    events: list[m.Event] = [m.NodeUp(n) for n in nodes] + [m.ServingDemand(0)]
+    events += [m.JobSubmitted("rigid", job("rigid", 1000, workers=2, tput={"t4": 1.0}))]
+    core.step(0.0, events)
+    assert core.lent == {"a-lent"}
+    assert core.jobs["rigid"].current is not None
+    assert core.jobs["rigid"].current.nodes == (("z-train", 2),)
+    elastic = job("elastic", 1000, workers=1, max_workers=2, tput={"t4": 1.0})
+    core.step(1.0, [m.JobSubmitted("elastic", elastic)])
+    assert core.jobs["elastic"].current is not None
+    assert core.jobs["elastic"].current.nodes == (("a-lent", 2),)

@@ -46,12 +46,19 @@ def test_bad_job_names_the_field(raw: dict[str, object], field: str) -> None:
 
 
 def test_unknown_gpu_type_and_job_type() -> None:
-    with pytest.raises(InputError, match="field 'throughput': unknown GPU type"):
+    with pytest.raises(InputError, match="field 'throughput': no GPU type the job can run on"):
         parse_job_spec(
             {"name": "a", "total_steps": 1, "throughput": {"h900": 1}},
             "j",
             known_gpu_types={"v100"},
         )
+    # Types the cluster lacks are unused, not an error, while one it has is usable.
+    spec = parse_job_spec(
+        {"name": "a", "total_steps": 1, "throughput": {"h900": 1, "v100": 2}},
+        "j",
+        known_gpu_types={"v100", "k80"},
+    )
+    assert spec.throughput == {"h900": 1, "v100": 2}
     with pytest.raises(InputError, match="field 'job_type': unknown job type 'nope'"):
         parse_job_spec(
             {"name": "a", "total_steps": 1, "job_type": "nope"}, "j", known_job_types={"resnet50"}

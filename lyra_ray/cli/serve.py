@@ -1,0 +1,194 @@
+"""``lyra serve deploy|list|remove|load``: inference services on the inference pool.
+
+A service is deployed by the scheduler, which then owns its replicas: it lends the
+servers the service does not need to training and reclaims them when its load returns.
+``load`` drives real HTTP requests at a service along a compressed day (or a constant
+rate, or a spike) and reports latency and failures, so a loan-and-reclaim cycle can be
+watched under traffic.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+from lyra_ray.model.errors import InputError
+
+
+def register(sub: Any) -> None:
+    grp = sub.add_parser("serve", help="inference services lyra owns (deploy, list, load)")
+    cmds = grp.add_subparsers(dest="serve_command", metavar="SUBCOMMAND", required=True)
+
+    p = cmds.add_parser("deploy", help="deploy a service from a YAML/JSON file or flags")
+    p.add_argument("file", nargs="?", help="a file holding one service's fields")
+    p.add_argument("--name", help="service name (when no file is given)")
+    p.add_argument("--model", default="dense", help="dense (a small torch MLP) | moe")
+    p.add_argument("--target-ongoing", type=float, default=None, help="requests per replica")
+    p.add_argument("--address", default=None)
+    p.set_defaults(func=_deploy)
+
+    p = cmds.add_parser("list", help="services with their replicas and URL")
+    p.add_argument("--address", default=None)
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=_list)
+
+    p = cmds.add_parser("remove", help="delete a service and its replicas")
+    p.add_argument("service")
+    p.add_argument("--address", default=None)
+    p.set_defaults(func=_remove)
+
+    p = cmds.add_parser("load", help="drive HTTP requests at a service; report p50/p99")
+    p.add_argument("service")
+    p.add_argument("--pattern", choices=("diurnal", "constant", "spike"), default="diurnal")
+    p.add_argument("--period-s", type=float, default=600.0, help="one compressed day")
+    p.add_argument("--peak-rps", type=float, required=True)
+    p.add_argument("--trough-fraction", type=float, default=0.2)
+    p.add_argument("--duration-s", type=float, required=True)
+    p.add_argument("--spike-at-s", type=float, default=0.0)
+    p.add_argument("--spike-len-s", type=float, default=0.0)
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--timeout-s", type=float, default=30.0, help="per request")
+    p.add_argument("--json", default=None, help="also write the report here")
+    p.add_argument("--address", default=None)
+    p.set_defaults(func=_load)
+
+
+def _client(address: str | None) -> Any:
+    from lyra_ray.cli.live import _client as live_client
+
+    return live_client(address)
+
+
+def _read_spec(args: argparse.Namespace) -> dict[str, Any]:
+    if args.file:
+        import yaml
+
+        try:
+            text = Path(args.file).read_text()
+        except OSError as e:
+            raise InputError(f"{args.file}: cannot read ({e.strerror})") from None
+        try:
+            raw = yaml.safe_load(text)
+        except yaml.YAMLError as e:
+            raise InputError(f"{args.file}: malformed YAML: {e}") from None
+        if raw is None:
+            raise InputError(f"{args.file}: empty file")
+        if not isinstance(raw, dict):
+            raise InputError(f"{args.file}: expected a mapping of service fields")
+        return raw
+    if not args.name:
+        raise InputError("serve deploy: give a FILE or --name")
+    raw = {"name": args.name, "model": args.model}
+    if args.target_ongoing is not None:
+        raw["target_ongoing_per_replica"] = args.target_ongoing
+    return raw
+
+
+def _deploy(args: argparse.Namespace) -> int:
+    from lyra_ray.serving.spec import parse_service_spec
+
+    raw = _read_spec(args)
+    spec = parse_service_spec(raw)  # before touching the cluster
+    url = _client(args.address).deploy_service(raw)
+    print(f"service {spec.name} deployed: {url}")
+    return 0
+
+
+def _list(args: argparse.Namespace) -> int:
+    serving = _client(args.address).overview()["serving"]
+    if args.json:
+        print(json.dumps(serving["services"], indent=2))
+        return 0
+    from rich.console import Console
+    from rich.table import Table
+
+    t = Table(title=f"lyra services (demand: {serving['demand_servers']} servers)")
+    for col in ("service", "model", "replicas", "ready", "servers", "url"):
+        t.add_column(col)
+    for s in serving["services"]:
+        t.add_row(
+            s["name"],
+            s["model"],
+            str(s["replicas"]),
+            str(s["ready"]),
+            str(s["demand_servers"]),
+            s["url"],
+        )
+    Console().print(t)
+    return 0
+
+
+def _remove(args: argparse.Namespace) -> int:
+    from lyra_ray.sdk import LyraError
+
+    try:
+        _client(args.address).remove_service(args.service)
+    except LyraError as e:
+        raise InputError(str(e)) from None
+    print(f"service {args.service} removed")
+    return 0
+
+
+def _load(args: argparse.Namespace) -> int:
+    from rich.progress import BarColumn, Progress, TextColumn, TimeRemainingColumn
+
+    from lyra_ray.serving.load import LoadProgress, run_load
+    from lyra_ray.serving.load_pattern import LoadPattern
+
+    try:
+        pattern = LoadPattern(
+            kind=args.pattern,
+            peak_rps=args.peak_rps,
+            duration_s=args.duration_s,
+            period_s=args.period_s,
+            trough_fraction=args.trough_fraction,
+            spike_at_s=args.spike_at_s,
+            spike_len_s=args.spike_len_s,
+        )
+    except ValueError as e:
+        raise InputError(f"serve load: {e}") from None
+    if not args.timeout_s > 0:
+        raise InputError("serve load: --timeout-s must be > 0")
+    from lyra_ray.sdk import SpecError
+
+    try:
+        url = _client(args.address).service_url(args.service)
+    except SpecError as e:
+        raise InputError(str(e)) from None
+    with Progress(
+        TextColumn(f"load {args.service}"),
+        BarColumn(),
+        TextColumn("{task.fields[info]}"),
+        TimeRemainingColumn(),
+        transient=True,
+    ) as bar:
+        task = bar.add_task("load", total=args.duration_s, info="")
+
+        def progress(p: LoadProgress) -> None:
+            bar.update(task, completed=min(p.elapsed_s, args.duration_s), info=_info(p))
+
+        report = run_load(
+            url, pattern, seed=args.seed, timeout_s=args.timeout_s, on_progress=progress
+        )
+    out = report.to_dict()
+    if args.json:
+        Path(args.json).write_text(json.dumps(out, indent=2))
+    p50 = "-" if report.p50_ms is None else f"{report.p50_ms:.0f} ms"
+    p99 = "-" if report.p99_ms is None else f"{report.p99_ms:.0f} ms"
+    print(
+        f"{report.count} requests to {args.service} in {report.duration_s:.0f} s: "
+        f"p50 {p50}, p99 {p99}, {report.failed} failed"
+        + (f" {dict(report.failures_by_reason)}" if report.failed else "")
+    )
+    return 0 if report.failed == 0 else 1
+
+
+def _info(p: Any) -> str:
+    return f"{p.sent} sent, {p.failed} failed"
+
+
+if __name__ == "__main__":
+    sys.exit(1)

@@ -1,0 +1,142 @@
+"""An inference service as a user registers it with lyra, checked at the boundary.
+
+A service is a Ray Serve application whose replicas (one GPU each) run only on
+inference-pool servers, behind one HTTP route. lyra owns its replicas: it lends the
+servers the service does not need to training and takes them back when its load
+returns, so the spec carries what the demand estimate needs (the load one replica
+should carry) besides what to run.
+
+Pure: no Ray. Bad input raises :class:`~lyra_ray.model.errors.InputError` naming the
+field, before anything is deployed.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from lyra_ray.model.errors import InputError
+
+MODELS = ("dense", "moe")
+"""The service kinds lyra knows how to build (see :mod:`lyra_ray.runtime.serving`)."""
+_NAME = re.compile(r"^[a-z][a-z0-9-]{0,30}$")
+_FIELDS = {
+    "name",
+    "model",
+    "route",
+    "target_ongoing_per_replica",
+    "replicas_per_server",
+    "min_servers",
+    "smoothing_s",
+    "up_after_s",
+    "down_after_s",
+    "config",
+}
+
+
+@dataclass(frozen=True)
+class ServiceSpec:
+    name: str
+    model: str = "dense"
+    route: str = ""
+    """HTTP route prefix; ``/<name>`` when empty."""
+    target_ongoing_per_replica: float = 2.0
+    """In-flight requests one replica should carry (as in Serve's autoscaling config)."""
+    replicas_per_server: int = 0
+    """Replicas of this service on one server; 0: one per GPU of the server."""
+    min_servers: int = 1
+    """Servers the service always keeps: a Serve app at 0 replicas makes requests hang."""
+    smoothing_s: float = 10.0
+    up_after_s: float = 0.0
+    down_after_s: float = 30.0
+    config: Mapping[str, Any] = field(default_factory=dict)
+    """Model knobs (``dense``: ``hidden``, ``layers``, ``service_ms``)."""
+
+    @property
+    def http_route(self) -> str:
+        return self.route or f"/{self.name}"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "model": self.model,
+            "route": self.http_route,
+            "target_ongoing_per_replica": self.target_ongoing_per_replica,
+            "replicas_per_server": self.replicas_per_server,
+            "min_servers": self.min_servers,
+            "smoothing_s": self.smoothing_s,
+            "up_after_s": self.up_after_s,
+            "down_after_s": self.down_after_s,
+            "config": dict(self.config),
+        }
+
+
+def _number(
+    raw: Mapping[str, Any], key: str, default: float, low: float, *, open_low: bool
+) -> float:
+    v = raw.get(key, default)
+    if isinstance(v, bool) or not isinstance(v, int | float) or not math.isfinite(float(v)):
+        raise InputError(f"service: field '{key}': expected a finite number, got {v!r}")
+    if float(v) < low or (open_low and float(v) == low):
+        raise InputError(f"service: field '{key}': must be {'>' if open_low else '>='} {low}")
+    if float(v) > 1e6:
+        raise InputError(f"service: field '{key}': {v!r} is too large")
+    return float(v)
+
+
+def _integer(raw: Mapping[str, Any], key: str, default: int, low: int) -> int:
+    v = raw.get(key, default)
+    if isinstance(v, bool) or not isinstance(v, int):
+        raise InputError(f"service: field '{key}': expected an integer, got {v!r}")
+    if v < low or v > 10_000:
+        raise InputError(f"service: field '{key}': must be in [{low}, 10000], got {v}")
+    return v
+
+
+def parse_service_spec(raw: Any) -> ServiceSpec:
+    """A :class:`ServiceSpec` from a mapping (YAML, JSON, SDK call); InputError names the field."""
+    if not isinstance(raw, Mapping):
+        raise InputError(f"service: expected a mapping of fields, got {type(raw).__name__}")
+    unknown = sorted(set(raw) - _FIELDS)
+    if unknown:
+        raise InputError(f"service: unknown field(s) {unknown}; known: {sorted(_FIELDS)}")
+    name = raw.get("name")
+    if not isinstance(name, str) or not _NAME.match(name):
+        raise InputError(
+            f"service: field 'name': {name!r} must be 1-31 lower-case letters, digits or '-', "
+            "starting with a letter"
+        )
+    model = raw.get("model", "dense")
+    if model not in MODELS:
+        raise InputError(f"service {name!r}: field 'model': {model!r} is not one of {MODELS}")
+    route = raw.get("route", "")
+    if not isinstance(route, str) or (route and not re.match(r"^/[A-Za-z0-9_\-/]*$", route)):
+        raise InputError(f"service {name!r}: field 'route': {route!r} must start with '/'")
+    config = raw.get("config", {})
+    if not isinstance(config, Mapping):
+        raise InputError(f"service {name!r}: field 'config': expected a mapping")
+    for k, v in config.items():
+        if isinstance(v, bool) or not isinstance(v, int | float) or not math.isfinite(float(v)):
+            raise InputError(f"service {name!r}: field 'config.{k}': expected a finite number")
+        if v < 0 or v > 1e5:
+            raise InputError(f"service {name!r}: field 'config.{k}': must be in [0, 1e5]")
+    try:
+        return ServiceSpec(
+            name=name,
+            model=model,
+            route=route,
+            target_ongoing_per_replica=_number(
+                raw, "target_ongoing_per_replica", 2.0, 0.0, open_low=True
+            ),
+            replicas_per_server=_integer(raw, "replicas_per_server", 0, 0),
+            min_servers=_integer(raw, "min_servers", 1, 1),
+            smoothing_s=_number(raw, "smoothing_s", 10.0, 0.0, open_low=True),
+            up_after_s=_number(raw, "up_after_s", 0.0, 0.0, open_low=False),
+            down_after_s=_number(raw, "down_after_s", 30.0, 0.0, open_low=False),
+            config=dict(config),
+        )
+    except InputError as e:
+        raise InputError(str(e).replace("service:", f"service {name!r}:", 1)) from None

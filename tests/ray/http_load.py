@@ -1,0 +1,89 @@
+"""Open-loop HTTP load with a rate the test changes on the fly, and every failure kept.
+
+The live loaning test needs low traffic (so a server is lent), then a spike (so it is
+reclaimed), and must see every request that failed in between: a background thread runs
+an asyncio loop that sends POSTs at the current rate to a loopback URL only.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+import time
+from collections import Counter
+from typing import Any
+
+import aiohttp
+
+from lyra_ray.serving.load import check_loopback_url
+
+
+class HttpLoad:
+    def __init__(self, url: str, timeout_s: float = 60.0) -> None:
+        self.url = check_loopback_url(url)
+        self.timeout_s = timeout_s
+        self.rate = 0.0
+        self.sent = 0
+        self.ok = 0
+        self.failures: Counter[str] = Counter()
+        self.latencies_ms: list[float] = []
+        self.nodes: Counter[str] = Counter()
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=lambda: asyncio.run(self._run()), daemon=True)
+
+    def start(self, rate: float) -> HttpLoad:
+        self.rate = rate
+        self._thread.start()
+        return self
+
+    def set_rate(self, rate: float) -> None:
+        self.rate = rate
+
+    def stop(self) -> dict[str, Any]:
+        """Stop sending, wait for what is in flight, and report."""
+        self._stop.set()
+        self._thread.join(self.timeout_s + 30)
+        lat = sorted(self.latencies_ms)
+        return {
+            "sent": self.sent,
+            "ok": self.ok,
+            "failures": dict(self.failures),
+            "p50_ms": lat[len(lat) // 2] if lat else None,
+            "p99_ms": lat[min(len(lat) - 1, int(0.99 * len(lat)))] if lat else None,
+            "nodes": dict(self.nodes),
+        }
+
+    async def _one(self, session: aiohttp.ClientSession) -> None:
+        t0 = time.monotonic()
+        try:
+            async with session.post(self.url, json={}) as resp:
+                body = await resp.json(content_type=None)
+                if resp.status == 200:
+                    self.ok += 1
+                    self.latencies_ms.append(1000 * (time.monotonic() - t0))
+                    self.nodes[str(body.get("node", ""))[:12]] += 1
+                else:
+                    self.failures[f"http_{resp.status}"] += 1
+        except TimeoutError:
+            self.failures["timeout"] += 1
+        except aiohttp.ClientError as e:
+            self.failures[type(e).__name__] += 1
+
+    async def _run(self) -> None:
+        timeout = aiohttp.ClientTimeout(total=self.timeout_s)
+        async with aiohttp.ClientSession(timeout=timeout) as session:
+            tasks: set[asyncio.Task[None]] = set()
+            next_t = time.monotonic()
+            while not self._stop.is_set():
+                if self.rate <= 0:
+                    await asyncio.sleep(0.1)
+                    next_t = time.monotonic()
+                    continue
+                next_t += 1.0 / self.rate
+                await asyncio.sleep(max(0.0, next_t - time.monotonic()))
+                task = asyncio.create_task(self._one(session))
+                self.sent += 1
+                tasks.add(task)
+                task.add_done_callback(tasks.discard)
+            if tasks:
+                await asyncio.gather(*tasks)
