@@ -6,9 +6,10 @@ measured on (``bert``, ``cifar10``, ``deepspeech2``, ``imagenet``, ``ncf``, ``yo
 Pollux/AdaptDL's profiles (OSDI'21, Apache-2.0), reduced by
 ``benchmarks/derive_curves.py`` to a small table shipped as ``policies/lyra/curves.json``
 so that the project runs without the shared data folder. They are real and not concave:
-e.g. bert speeds up 3.8x on 4 GPUs of one node but only 1.6x on 5 (the fifth worker sits
-on a second node and every step pays a cross-node all-reduce). Between measured worker
-counts the speedup is interpolated linearly; beyond the largest it stays flat.
+e.g. bert speeds up almost linearly on the 4 GPUs of one node but far less on 5 (the
+fifth worker sits on a second node and every step pays a cross-node all-reduce).
+Between measured worker counts the speedup is interpolated linearly; beyond the largest
+it stays flat.
 """
 
 from __future__ import annotations

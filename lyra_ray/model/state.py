@@ -90,8 +90,9 @@ class JobState:
 
 
 # Running jobs get a new view every round, and a frozen dataclass's ``__init__`` pays
-# ``object.__setattr__`` per field; writing the slots through their descriptors halves
-# the cost. Used only while JobView's slots are exactly the fields below, in this order.
+# ``object.__setattr__`` per field; writing the slots through their descriptors skips
+# that indirection, which matters on this hot path. Used only while JobView's slots are
+# exactly the fields below, in this order.
 _VIEW_FIELDS = (
     "id",
     "spec",

@@ -318,7 +318,7 @@ class JobsProgress:
     """Absolute steps done by many jobs at once (monotone per job, nothing measured).
 
     The simulator reports every running job after every time jump; one event per job
-    cost more to build and fold than the rest of the step's bookkeeping.
+    would cost more to build and fold than the rest of the step's bookkeeping.
     """
 
     steps_done: Mapping[JobId, float]

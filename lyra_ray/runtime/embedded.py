@@ -1,11 +1,11 @@
 """An embedded local Ray cluster with fake heterogeneous GPU nodes, in this process.
 
-For benchmarks and demos that need a training pool and an inference pool on one host
-without the lasting ``ray start`` processes of ``lyra up --local``. Every node carries
-the labels lyra reads (``gpu-type``, ``pool``) and an ``accelerator_type:X`` resource;
-the dashboard runs (Ray Train frees a stopped run's GPUs promptly only with it); every
-port is picked free and the temp dir is private, so that several clusters can share
-the host; shutdown goes through ``Cluster.shutdown()``, never ``ray stop``.
+For tests, benchmarks and demos that need a training pool and an inference pool on one
+host without the lasting ``ray start`` processes of ``lyra up --local``. Every node
+carries the labels lyra reads (``gpu-type``, ``pool``) and an ``accelerator_type:X``
+resource; the dashboard runs (Ray Train frees a stopped run's GPUs promptly only with
+it); every port is picked free and the temp dir is private, so that several clusters
+can share the host; shutdown goes through ``Cluster.shutdown()``, never ``ray stop``.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ import socket
 import tempfile
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -31,21 +31,41 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
-@dataclass(frozen=True)
+@dataclass
 class EmbeddedCluster:
+    cluster: Any
     address: str
     dashboard_url: str
     workdir: Path
-    cluster: Any
+    nodes: dict[str, Any] = field(default_factory=dict)
+    """node id -> the ``cluster_utils`` node handle (for :meth:`remove`)."""
+
+    def add_gpu_node(self, gpu: str, gpus: int, pool: str = "training", cpus: int = 2) -> str:
+        node = self.cluster.add_node(
+            num_cpus=cpus,
+            num_gpus=gpus,
+            object_store_memory=80 * 2**20,
+            resources={f"accelerator_type:{gpu.upper()}": 1},
+            labels={"gpu-type": gpu, "pool": pool},
+            dashboard_agent_listen_port=free_port(),
+        )
+        self.nodes[node.node_id] = node
+        return str(node.node_id)
+
+    def remove(self, node_id: str) -> None:
+        self.cluster.remove_node(self.nodes.pop(node_id))
+
+    def shutdown(self) -> None:
+        import ray
+
+        ray.shutdown()
+        self.cluster.shutdown()
 
 
-@contextmanager
-def embedded_cluster(
-    training: Sequence[tuple[str, int]],
-    inference: Sequence[tuple[str, int]] = (),
-    cpus_per_node: int = 2,
-) -> Iterator[EmbeddedCluster]:
-    """Nodes as ``(gpu type, GPUs)``; yields once every node is up and connected."""
+def start_embedded(
+    training: Sequence[tuple[str, int]] = (), inference: Sequence[tuple[str, int]] = ()
+) -> EmbeddedCluster:
+    """A head (no GPU) plus nodes as ``(gpu type, GPUs)``; connected once all are up."""
     import ray
     from ray.cluster_utils import Cluster
 
@@ -67,27 +87,31 @@ def embedded_cluster(
             "labels": {"pool": "head"},
         },
     )
+    live = EmbeddedCluster(
+        cluster,
+        cluster.address,
+        f"http://127.0.0.1:{dash}",
+        Path(tempfile.mkdtemp(prefix="lyra-embedded-")),
+    )
     try:
-        nodes = [(g, n, "training") for g, n in training] + [
-            (g, n, "inference") for g, n in inference
-        ]
-        for gpu, gpus, pool in nodes:
-            cluster.add_node(
-                num_cpus=cpus_per_node,
-                num_gpus=gpus,
-                object_store_memory=80 * 2**20,
-                resources={f"accelerator_type:{gpu.upper()}": 1},
-                labels={"gpu-type": gpu, "pool": pool},
-                dashboard_agent_listen_port=free_port(),
-            )
+        for gpu, gpus in training:
+            live.add_gpu_node(gpu, gpus, "training")
+        for gpu, gpus in inference:
+            live.add_gpu_node(gpu, gpus, "inference")
         ray.init(address=cluster.address, log_to_driver=False, logging_level=logging.WARNING)
         cluster.wait_for_nodes()
-        yield EmbeddedCluster(
-            cluster.address,
-            f"http://127.0.0.1:{dash}",
-            Path(tempfile.mkdtemp(prefix="lyra-embedded-")),
-            cluster,
-        )
+    except BaseException:
+        live.shutdown()
+        raise
+    return live
+
+
+@contextmanager
+def embedded_cluster(
+    training: Sequence[tuple[str, int]], inference: Sequence[tuple[str, int]] = ()
+) -> Iterator[EmbeddedCluster]:
+    live = start_embedded(training, inference)
+    try:
+        yield live
     finally:
-        ray.shutdown()
-        cluster.shutdown()  # type: ignore[no-untyped-call]
+        live.shutdown()

@@ -249,8 +249,8 @@ class RayRuntime:
             elif r.phase == "stopping" and now > self._kill_after(r, rec):
                 # Past the grace period: kill. Not earlier, even for a run still starting:
                 # a run killed before its worker group is up can leave its placement
-                # group holding the GPUs (seen in CI: the next generation waited forever
-                # for them). A starting run meets the stop flag at its first step and
+                # group holding the GPUs, and the next generation would wait for them
+                # forever. A starting run meets the stop flag at its first step and
                 # stops cleanly; the core's minimum lease keeps rounds from preempting
                 # runs that are still starting.
                 log.info("stopping run %s g%d by kill", jid, r.generation)

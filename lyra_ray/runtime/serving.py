@@ -98,6 +98,8 @@ class ServingPool:
         self.reclaims = list(saved.get("reclaims", []))
         self.lends = list(saved.get("lends", []))
         self._estimators_from(saved.get("estimators", {}))
+        if self.services:
+            self._start_serve()
 
     # ------------------------------------------------------------------ nodes
 
@@ -184,9 +186,21 @@ class ServingPool:
         return f"http://{self.http_host}:{self.http_port}{self.services[name].http_route}"
 
     def _start_serve(self) -> None:
-        if not self._serve_started:
-            serve.start(http_options={"host": self.http_host, "port": self.http_port})
-            self._serve_started = True
+        """Start Serve's HTTP proxy, or adopt the one already running (a restarted
+        scheduler, or Serve started by someone else): its host and port are the truth."""
+        if self._serve_started:
+            return
+        serve.start(http_options={"host": self.http_host, "port": self.http_port})
+        try:
+            from ray.serve.context import _get_global_client
+
+            client = _get_global_client()
+            if client is not None:
+                http = client.http_config
+                self.http_host, self.http_port = str(http.host), int(http.port)
+        except Exception:  # private API gone: keep the configured address
+            log.warning("cannot read Serve's HTTP address; assuming the configured one")
+        self._serve_started = True
 
     def _deploy_backend(self, spec: ServiceSpec, node: str) -> None:
         if spec.model != "dense":

@@ -181,7 +181,8 @@ class SchedulerCore:
         Mid-round, a pure time-fraction allocation (no integral workers, no loans) defers
         the policy to the next round boundary and keeps every running job where it is, so
         the full cycle (snapshot, placement, diff) would emit no action: arrivals and
-        completions between round boundaries (a third of a Gavel run's steps) skip it.
+        completions between round boundaries, a large share of a round-based run's steps,
+        skip it.
         Space-sharing pairs, loans, node changes and the minimum lease take the full cycle.
         The simulator also uses this to hold back progress reports nobody would read.
         """

@@ -314,8 +314,8 @@ class RoundMechanism:
             per[gt] = per.get(gt, 0.0) + delta
             worker_time[gt] = worker_time.get(gt, 0.0) + delta
         # The views' own mappings, not copies: a snapshot is immutable (the core builds
-        # each view's ``time_received_s`` afresh), and copying ~40 dicts a round cost
-        # more than the rest of the bookkeeping.
+        # each view's ``time_received_s`` afresh), and copying one dict per active job
+        # every round would cost more than the rest of the bookkeeping.
         self.state.seen = {jid: j.time_received_s for jid, j in active.items()}
 
     def _reset(

@@ -24,6 +24,8 @@ import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from lyra_ray.serving.checks import finite as _number
+
 logger = logging.getLogger(__name__)
 
 State = dict[str, int | float | None]
@@ -42,16 +44,6 @@ _FLOAT_KEYS = (
     "below_since",
 )
 _STATE_KEYS = ("version", "level", *_FLOAT_KEYS, "below_peak")
-
-
-def _number(name: str, value: object) -> float:
-    """``value`` as a finite float, or a ValueError naming ``name``."""
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        raise ValueError(f"{name} must be a number, got {value!r}")
-    out = float(value)
-    if not math.isfinite(out):
-        raise ValueError(f"{name} must be finite, got {value!r}")
-    return out
 
 
 def _non_negative(name: str, value: object) -> float:

@@ -19,6 +19,8 @@ import random
 from dataclasses import asdict, dataclass
 from typing import Literal
 
+from lyra_ray.serving.checks import finite as _number
+
 Kind = Literal["constant", "diurnal", "spike"]
 KINDS: tuple[Kind, ...] = ("constant", "diurnal", "spike")
 
@@ -28,16 +30,6 @@ MAX_DURATION_S = 7 * 24 * 3600.0
 """Longer than a week is a mistake in units, not a load test."""
 MAX_REQUESTS = 2_000_000
 """Bound on candidate arrivals (``peak_rps * duration_s``), which bounds time and memory."""
-
-
-def _number(name: str, value: object) -> float:
-    """``value`` as a finite float, or a ValueError naming ``name``."""
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        raise ValueError(f"{name} must be a number, got {value!r}")
-    out = float(value)
-    if not math.isfinite(out):
-        raise ValueError(f"{name} must be finite, got {value!r}")
-    return out
 
 
 def _in_range(name: str, value: object, low: float, high: float, *, low_open: bool) -> float:

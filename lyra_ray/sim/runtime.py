@@ -122,8 +122,8 @@ class SimRuntime:
     def _rerate(self, started: list[JobId]) -> None:
         """Rate the runs just started, and every space-sharing run (a partner that starts
         or stops alters its pair throughput). A run alone keeps the rate it started with:
-        the model is fixed for a simulation, and re-rating all runs on every change cost
-        a tenth of a Gavel run."""
+        the model is fixed for a simulation, so re-rating every run on every change
+        would be work that changes nothing."""
         runs = self.runs
         todo = {jid for jid in started if jid in runs}
         todo.update(jid for jid, r in runs.items() if r.assignment.partner is not None)

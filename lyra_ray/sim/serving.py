@@ -1,9 +1,9 @@
 """Inference demand over time, in servers: from a CSV trace or a seeded diurnal curve.
 
 Lyra's premise is that the inference pool is sized for its daily peak and idles much of
-the day (production: ~40 % utilisation, a strong diurnal swing). The simulator turns a
-demand series into :class:`~lyra_ray.model.ServingDemand` events; the policy lends what
-serving does not need.
+the day (the paper's production cluster: low mean utilisation, a strong diurnal swing).
+The simulator turns a demand series into :class:`~lyra_ray.model.ServingDemand` events;
+the policy lends what serving does not need.
 
 CSV format (header required)::
 

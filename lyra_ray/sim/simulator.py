@@ -2,7 +2,7 @@
 
 Time jumps from one interesting instant to the next — an arrival, a predicted
 completion, the core's next wakeup (a round boundary), a change of serving demand — so
-a 3,000-job trace costs a few thousand core steps, not one per simulated second. The
+the number of core steps grows with the trace's events, not with its simulated length. The
 loop is the core's (see :mod:`lyra_ray.scheduling.core`): fold, decide, apply, wait.
 """
 

@@ -38,7 +38,8 @@ def _transport(
     """The (job, type, position) LP: each runnable job placed once (an equality row, not
     two inequalities), each (type, position) slot holding at most its type's GPUs.
     Built straight into CSC (column (m, j, q) has exactly two entries) and solved by
-    dual simplex without presolve: half the time of the presolved solve at 2,048 jobs."""
+    dual simplex without presolve, which costs more than it saves on this simple
+    structure (:func:`~policies.gavel.highs_model.run_simplex`)."""
     n = runnable.shape[0]
     ncol = n * k * depth
     m_idx, j_idx, q_idx = np.unravel_index(np.arange(ncol), (n, k, depth))

@@ -7,9 +7,9 @@ comes back. Gavel solves ``Maximize(min_m sum_j c_mj x_mj)`` over
 ``x >= 0, sum_j x_mj <= 1, sum_m sf_m x_mj <= G_j`` with cvxpy + ECOS, an interior
 point method that stops near the analytic centre of the optimal face. Handing ECOS the
 same LP (same constraints: no ``x <= 1`` rows, which would tilt the centre) reproduces
-that choice more closely than HiGHS's barrier does, and a simulation solves thousands of
-these small LPs: ECOS takes ~0.8 ms for a 44-job LP where HiGHS's IPX takes ~2.6 ms,
-most of it fixed per-solve overhead.
+that choice more closely than HiGHS's barrier does. It is also faster on the small LPs
+a simulation solves by the thousand, where HiGHS's barrier spends most of its time in
+fixed per-solve overhead.
 
 The matrix is written straight into CSC arrays: every allocation column has the same
 four entries (its job's utility row, its ``x >= 0`` row, its job's time row and its
@@ -100,8 +100,8 @@ def _solve(
     """``ecos.solve(c, G, h, dims)`` for ``G`` given as CSC arrays, all rows linear.
 
     ``ecos.solve`` only unpacks a scipy matrix into these arrays and calls ECOS's C
-    entry; building the scipy matrix (with its format checks) cost ~a third of ECOS's
-    own solve on a simulation's small LPs, so the arrays go to the C entry directly.
+    entry; building the scipy matrix (with its format checks) is a sizeable fraction of
+    ECOS's own solve on a simulation's small LPs, so the arrays go to the C entry directly.
     The public call (same arguments, same answer) is used where the entry is missing.
     """
     values, rows, indptr = csc

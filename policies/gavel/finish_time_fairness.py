@@ -3,11 +3,12 @@
 ``rho_m(X) = (t_m + r_m / throughput(m, X)) / (t_m + r_m / iso_m)``: the job's expected
 finish time under X over its finish time under an equal share of the cluster (``t_m``
 time since arrival, ``r_m`` remaining steps). Gavel minimises ``max_m rho_m`` as one
-cvxpy problem with an ``inv_pos`` per job (8.4 s at 2,048 jobs). For a fixed rho the
-constraint ``rho_m <= rho`` is linear — ``throughput(m, X) >= d_m(rho) = r_m / (rho b_m -
-t_m)`` — so we solve the max-min LP ``max lambda s.t. throughput(m, X) >= lambda
-d_m(rho)`` and find the root of ``lambda(rho) = 1`` by the Illinois (safeguarded
-regula falsi) method: a handful of LPs, each as fast as LAS.
+cvxpy problem with an ``inv_pos`` per job, a conic program that is slow to build and
+solve for many jobs. For a fixed rho the constraint ``rho_m <= rho`` is linear —
+``throughput(m, X) >= d_m(rho) = r_m / (rho b_m - t_m)`` — so we solve the max-min LP
+``max lambda s.t. throughput(m, X) >= lambda d_m(rho)`` and find the root of
+``lambda(rho) = 1`` by Newton steps on the LP's dual (safeguarded by the bracket of
+feasible rho, see :func:`solve_ftf`): a handful of warm-started LPs, each as fast as LAS.
 
 Deviation, documented in docs/gavel.md: ``iso_m`` is the throughput under Gavel's
 isolated equal split (a fixed matrix) rather than under a solution of the agnostic LAS

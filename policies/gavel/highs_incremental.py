@@ -3,7 +3,7 @@
 Water-filling re-solves one LP many times: raise the common level ``t`` of the jobs
 still rising, freeze the ones that cannot go higher, repeat. Written as rows
 ``U_m x >= t`` a freeze has to change the ``t`` coefficient of row m, a matrix edit
-after which HiGHS's warm dual simplex wandered for thousands of pivots at 2,048 jobs.
+that leaves HiGHS's warm dual simplex far from the new optimum (many pivots per re-solve).
 Here every job gets a utility column ``z_m`` instead::
 
     max t   s.t.  A_base x <= b,   U_m x - z_m >= 0,   z_m - t >= 0 (rising jobs only),
@@ -83,8 +83,9 @@ class LevelLP:
             ),
         )
         # Dual simplex throughout, presolve off even for the cold start: after a
-        # presolved first solve the first warm re-solve took ~5,000 pivots at 2,048 jobs
-        # (tens without), and a cold dual simplex is as fast as interior point here.
+        # presolved first solve the first warm re-solve needs orders of magnitude more
+        # pivots than after an unpresolved one, and a cold dual simplex is as fast as
+        # interior point on these LPs anyway.
         self.h.setOptionValue("solver", "simplex")
         self.h.setOptionValue("presolve", "off")
         self.floor = np.zeros(n)

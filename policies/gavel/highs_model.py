@@ -1,8 +1,8 @@
 """Building a HiGHS LP from column-wise sparse data, shared by the direct-HiGHS policies.
 
-The policies that beat Gavel's solve times hand HiGHS a prebuilt CSC matrix instead of
-going through a modelling layer; this is the one place that knows HiGHS's ``HighsLp``
-fields, so each policy only states its matrix, bounds and cost.
+Some policies hand HiGHS a prebuilt CSC matrix instead of going through a modelling
+layer, whose per-solve overhead would dominate these LPs; this is the one place that
+knows HiGHS's ``HighsLp`` fields, so each policy only states its matrix, bounds and cost.
 """
 
 from __future__ import annotations
@@ -49,8 +49,8 @@ def pass_lp(
 
 
 def run_simplex(h: Any) -> FloatArray:
-    """Solve by dual simplex without presolve (from the slack basis these LPs need about
-    one pivot per job; presolve only costs time) and return the column values."""
+    """Solve by dual simplex without presolve (from the slack basis these LPs need only
+    a few pivots per job, so presolve only costs time) and return the column values."""
     h.setOptionValue("solver", "simplex")
     h.setOptionValue("presolve", "off")
     h.run()

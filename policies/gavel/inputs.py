@@ -57,8 +57,8 @@ def build_problem(snap: ClusterSnapshot, agnostic: bool = False) -> Problem:
     types = tuple(sorted(t for t, c in gpus.items() if c > 0))
     jobs = snap.active_jobs
     n, k = len(jobs), len(types)
-    # One array at the end (numpy item writes cost ~0.1 us each), from the core's cached
-    # steps/s rows; a job whose row lacks a type asks the throughput model.
+    # A list, then one array at the end (numpy item writes are slow one by one), from the
+    # core's cached steps/s rows; a job whose row lacks a type asks the throughput model.
     try:
         vals = [job.throughput[gt] for job in jobs for gt in types]
     except KeyError:

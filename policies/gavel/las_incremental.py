@@ -1,8 +1,8 @@
 """The LAS max-min LP kept alive in HiGHS across a simulation's rounds.
 
-A replay solves the LAS LP once per change of the job set (~1,700 times on Gavel's
-3,000-job trace), and consecutive LPs differ by a job or two arriving or leaving. A
-cold interior-point solve costs ~2.5 ms each, most of it HiGHS's fixed start-up; here
+A replay solves the LAS LP once per change of the job set (thousands of times on a
+long trace), and consecutive LPs differ by a job or two arriving or leaving. A cold
+interior-point solve of such a small LP is mostly HiGHS's fixed start-up; here
 the model stays loaded and each job owns a *slot* (k allocation columns and two rows),
 so an arrival writes the job's coefficients into a free slot and a departure zeroes
 the slot's column bounds. Dual simplex then restarts from the previous optimal basis

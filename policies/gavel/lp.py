@@ -1,8 +1,9 @@
 """Gavel's LPs as sparse matrices, solved by HiGHS.
 
-Gavel builds every policy in cvxpy and pays for it in canonicalisation: 2,048 jobs take
-tens of seconds. The problems are small LPs, so here they are written directly as
-``scipy.sparse`` matrices and handed to HiGHS through ``highspy``.
+Gavel builds every policy in cvxpy and pays for it in canonicalisation, which grows with
+the job count and dominates the solve on large clusters. The problems are small LPs, so
+here they are written directly as ``scipy.sparse`` matrices and handed to HiGHS through
+``highspy``.
 
 Variable layout: one column per (entity, GPU type), row-major — entity ``e`` on type ``j``
 is column ``e * k + j``, where entities are the single jobs followed by the job pairs of
@@ -81,8 +82,8 @@ def solve_min(
 ) -> tuple[FloatArray, FloatArray]:
     """Minimise ``c x`` s.t. ``A_ub x <= b_ub``, ``lb <= x <= ub``; returns (x, row duals).
 
-    ``"ipm"`` (default): HiGHS's interior point + crossover, ~4x faster than dual simplex
-    at 2,048 jobs and exact (a vertex). ``"ipm-interior"``: no crossover — like Gavel's
+    ``"ipm"`` (default): HiGHS's interior point + crossover, faster than dual simplex on
+    large job sets and exact (a vertex). ``"ipm-interior"``: no crossover — like Gavel's
     ECOS it stops in the middle of the optimal face instead of at an arbitrary vertex
     (so a job is spread over equally good GPU types as Gavel's is), accurate to ~1e-8
     relative on well-scaled rows. ``"simplex"``: dual simplex.
@@ -117,9 +118,9 @@ _LOCAL = threading.local()
 def _highs() -> Any:
     """This thread's HiGHS instance, emptied and back at default options.
 
-    Creating, filling a ``HighsLp`` for, and destroying a ``Highs`` object per solve cost
-    ~0.3 ms, more than a tenth of a small LP's solve; a simulation solves thousands. A
-    cleared instance solves the next model exactly as a new one does (same iterates).
+    Creating, filling a ``HighsLp`` for, and destroying a ``Highs`` object per solve is a
+    noticeable share of a small LP's solve, and a simulation solves thousands. A cleared
+    instance solves the next model exactly as a new one does (same iterates).
     """
     h = getattr(_LOCAL, "highs", None)
     if h is None:
@@ -181,10 +182,10 @@ def _solve_csc(
     if method == "ipm-interior":
         h.setOptionValue("run_crossover", "off")
         h.setOptionValue("ipm_optimality_tolerance", 1e-10)
-        # Presolve costs ~25 % of a small solve and a replay solves thousands. It only
-        # removes columns fixed at 0 here; without it the barrier stops at a slightly
-        # different interior point where such columns exist (fidelity runs: 19,672 ->
-        # 19,679 s and 14,591 -> 14,574 s; the 3,000-job trace: the same JCT bit for bit).
+        # Presolve is a sizeable share of a small solve and a replay solves thousands.
+        # It only removes columns fixed at 0 here; without it the barrier may stop at a
+        # slightly different interior point where such columns exist (another point of
+        # the same optimal face, so the simulated JCTs move only a little).
         h.setOptionValue("presolve", "off")
     h.run()
     status = h.getModelStatus()
@@ -301,7 +302,7 @@ def _max_min_coo(
     base_row, base_col, base_val, u_row, u_col, u_val = coo
     ia = np.flatnonzero(act)
     ifz = np.flatnonzero(~act)
-    # One COO assembly (scipy's hstack/vstack cost ~1 ms per solve on small LPs):
+    # One COO assembly (scipy's hstack/vstack cost a large share of a small LP's solve):
     # -U_m x + t <= 0 for active rows; -U_m x <= -floor_m for frozen rows.
     row_of = np.empty(n_jobs, dtype=np.int64)
     row_of[ia] = nb + np.arange(ia.size)

@@ -58,8 +58,8 @@ def solve_las(
     Pareto second stage always runs on HiGHS.
 
     (Solving over classes of identical jobs instead would give the same optimum but a
-    different interior point — the barrier weighs a class once instead of per job —
-    and moved the fidelity runs by ~2 %; per-job it is.)
+    different interior point — the barrier weighs a class once instead of per job — and
+    so different simulated JCTs than Gavel's per-job LP; per-job it is.)
     """
     coef = las_coefficients(p, agnostic)
     ub = p.runnable.astype(np.float64).ravel()
@@ -106,11 +106,11 @@ class MaxMinFairnessPerf(PolicyBase):
     default_method: ClassVar[str] = ECOS
     """A method of :func:`solve_las` (``ecos``: Gavel's LP and solver, an interior point
     of the optimal face; ``ipm-interior``: HiGHS's barrier without crossover, another
-    interior point, ~3x slower on a simulation's small LPs), or ``WARM``: one live HiGHS
-    model re-solved by warm dual simplex, which returns an optimal *vertex* that depends
-    on the history of the model (JCTs move by ~1 %). Fidelity runs
-    (``max_min_fairness.trace``, Gavel 19,989 / 14,623 s): ecos 19,920 / 14,948 s,
-    ipm-interior 19,679 / 14,574 s."""
+    interior point, slower on the many small LPs a simulation solves), or ``WARM``: one
+    live HiGHS model re-solved by warm dual simplex, which returns an optimal *vertex*
+    that depends on the history of the model, so the JCTs differ somewhat from the
+    interior-point methods'. ECOS is the default: it is Gavel's own LP and solver
+    (docs/gavel.md compares the methods' JCTs with Gavel's)."""
 
     def allocate(self, snap: ClusterSnapshot) -> Allocation:
         p = build_problem(snap, agnostic=self.agnostic)

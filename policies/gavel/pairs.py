@@ -3,13 +3,14 @@
 Two jobs sharing GPUs each run slower than alone; sharing pays only if their
 *normalised* co-located throughputs add up to more than 1 (``thr_a|b / T_a +
 thr_b|a / T_b > 1`` on some GPU type). Gavel keeps every pair and builds an LP over all
-of them (52 s at 512 jobs). Here a job keeps only its ``top_k`` best partners by that
-gain, and pair throughputs are looked up once per *job class* — (catalogue job type,
-scale factor), or the job itself when it has no type — not once per job pair.
+of them, an LP that grows quadratically with the job count. Here a job keeps only its
+``top_k`` best partners by that gain, and pair throughputs are looked up once per *job
+class* — (catalogue job type, scale factor), or the job itself when it has no type — not
+once per job pair.
 
-Mixed scale factors do not crash anything: a pair whose members differ in scale
-factor occupies ``max(sf_a, sf_b)`` GPUs when the throughput model offers such a
-pair (Gavel's catalogue does not, so such pairs are simply absent).
+Mixed scale factors are allowed: a pair whose members differ in scale factor occupies
+``max(sf_a, sf_b)`` GPUs when the throughput model offers such a pair (Gavel's catalogue
+does not, so such pairs are simply absent).
 """
 
 from __future__ import annotations

@@ -2,10 +2,10 @@
 
 Water-filling (freeze the bottleneck jobs, raise the rest) and finish-time fairness
 (move rho, re-solve) solve the same LP again and again with a few coefficients or
-bounds changed. Rebuilding and cold-solving each one costs ~0.1 s at 2,048 jobs;
-keeping the model and warm-starting dual simplex from the previous basis costs a few
-pivots. The first solve runs interior point + crossover (faster than a cold simplex
-here) to get that basis.
+bounds changed. Rebuilding and cold-solving each one pays for the model build and a
+full solve every time; keeping the model and warm-starting dual simplex from the previous
+basis costs a few pivots. The first solve runs interior point + crossover (faster than a
+cold simplex here) to get that basis.
 
 Model: ``max t`` s.t. ``A_base x <= b``; row m: ``-U_m x + d_m t <= -floor_m``;
 ``0 <= x <= ub``. ``d_m = 1, floor_m = 0`` for a job still rising; ``d_m = 0,

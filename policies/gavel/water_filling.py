@@ -12,10 +12,10 @@ each iteration is one warm-started LP (:mod:`policies.gavel.highs_incremental`, 
 a freeze is a bound change). Every iteration freezes at least one job (duals sum to 1).
 
 Most levels, though, are single jobs reaching their own cap (all their time on their
-best type): 345 of 346 iterations at 2,048 jobs. Those are found in bulk — the
-largest prefix of rising jobs by cap that can sit at their caps while the rest share
-a level at least as high — by galloping search over warm LPs, so 2,048 jobs take ~20
-LPs instead of ~350.
+best type), which would cost one LP per job. Those are found in bulk — the largest
+prefix of rising jobs by cap that can sit at their caps while the rest share a level at
+least as high — by galloping search over warm LPs: a number of LPs logarithmic in the
+job count instead of one per job.
 """
 
 from __future__ import annotations
@@ -143,7 +143,7 @@ def _cap_limited(
     Holding the first k rising jobs (by cap) at their caps and the rest at a common
     level is feasible for every k up to some k* and for none above (each job's
     requirement ``min(level, cap_m)`` only grows with k), so k* is found by galloping
-    then bisection, a dozen warm LPs instead of one per job. A feasible probe at
+    then bisection, a logarithmic number of warm LPs instead of one per job. A feasible probe at
     level t proves every k whose caps are all <= t; one whose level stays below the
     next cap is k* itself: the next job cannot reach its cap.
     """

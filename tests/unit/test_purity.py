@@ -8,6 +8,8 @@ PURE_PACKAGES = ["lyra_ray.model", "lyra_ray.scheduling", "lyra_ray.sim", "polic
 PURE = [
     "lyra_ray.serving.demand",
     "lyra_ray.serving.load_pattern",
+    "lyra_ray.serving.checks",
+    "lyra_ray.serving.spec",
     "moe_serving.model",
     "moe_serving.popularity",
     "moe_serving.planner",
