@@ -21,6 +21,7 @@
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import subprocess
 import sys
@@ -138,6 +139,7 @@ def main(argv: list[str] | None = None) -> int:
             "serve", "load", "dense", "--pattern", "diurnal",
             "--period-s", str(args.day_s), "--duration-s", str(args.day_s),
             "--peak-rps", str(args.peak_rps), "--trough-fraction", "0.05",
+            "--json", str(Path(home) / "load.json"),
         ]  # fmt: skip
         print("$ lyra " + " ".join(load_cmd) + "   (in the background)", flush=True)
         load = subprocess.Popen(
@@ -161,14 +163,24 @@ def main(argv: list[str] | None = None) -> int:
             ):
                 break
             time.sleep(2.0)
-        out, _ = load.communicate(timeout=120)
-        print(out.strip().splitlines()[-1] if out.strip() else "(no load report)", flush=True)
+        load.communicate(timeout=120)
+        try:
+            report = json.loads((Path(home) / "load.json").read_text())
+        except (OSError, ValueError):
+            report = {"count": 0, "failed": -1, "p50_ms": None, "p99_ms": None}
+        p50, p99 = report["p50_ms"], report["p99_ms"]
+        print(
+            f"traffic: {report['count']} requests, p50 "
+            f"{'-' if p50 is None else f'{p50:.0f} ms'}, p99 "
+            f"{'-' if p99 is None else f'{p99:.0f} ms'}, {report['failed']} failed",
+            flush=True,
+        )
         lyra("status", "--address", address)
         rows = client.list()
         reclaims = client.overview()["serving"]["reclaims"]
         ok = len(rows) >= len(ids) + 2 and all(r["status"] == "finished" for r in rows)
         ok = ok and all(r["steps_done"] == r["total_steps"] for r in rows)
-        ok = ok and load.returncode == 0 and bool(reclaims)
+        ok = ok and report["failed"] == 0 and bool(reclaims)
         resized = sum(r["num_resizes"] for r in rows)
         print(
             f"{len(rows)} jobs finished with exact steps, {len(reclaims)} server(s) lent and "
