@@ -15,7 +15,7 @@
 5. Every job ends finished with its exact steps, no request fails, and ``lyra down``
    stops exactly what ``lyra up`` started.
 
-    python scripts/demo.py [--day-s 180] [--peak-rps 40]
+    python scripts/demo.py [--day-s 180] [--peak-rps 20]
 """
 
 from __future__ import annotations
@@ -76,7 +76,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--nodes", default="v100=1x2,t4=1x2")
     ap.add_argument("--inference", default="t4=2x2")
     ap.add_argument("--day-s", type=float, default=180.0, help="one compressed day")
-    ap.add_argument("--peak-rps", type=float, default=40.0)
+    ap.add_argument("--peak-rps", type=float, default=20.0)
     ap.add_argument("--timeout", type=float, default=1200.0)
     args = ap.parse_args(argv)
 
