@@ -102,7 +102,7 @@ def up(
     if nodes_spec is not None:
         # before anything imports Ray: it reads the mode once, at import
         os.environ["RAY_AUTH_MODE"] = auth_mode()
-    from lyra_ray.runtime.scheduler import SchedulerConfig
+    from lyra_ray.runtime.config import SchedulerConfig
 
     h = lyra_home(home)
     # A --local cluster keeps its scheduler state and checkpoints beside its own processes,

@@ -31,6 +31,7 @@ from ray import serve
 from lyra_ray import model as m
 from lyra_ray.model.errors import InputError
 from lyra_ray.serving import apps
+from lyra_ray.serving.capacity import check_fits, replicas_on
 from lyra_ray.serving.demand import DemandConfig, DemandEstimator
 from lyra_ray.serving.spec import ServiceSpec, parse_service_spec
 
@@ -131,35 +132,11 @@ class ServingPool:
     # ------------------------------------------------------------------ services
 
     def _replicas(self, spec: ServiceSpec, node: m.Node) -> int:
-        share = node.num_gpus // max(1, len(self.services))
-        return spec.replicas_per_server or max(1, share)
-
-    def check_fits(self, spec: ServiceSpec) -> None:
-        """Refuse a service the inference pool cannot host (InputError names the field)."""
-        if spec.name in self.services:
-            raise InputError(f"service {spec.name!r}: field 'name': already deployed")
-        if any(s.http_route == spec.http_route for s in self.services.values()):
-            raise InputError(f"service {spec.name!r}: field 'route': {spec.http_route} is taken")
-        if not self.nodes:
-            raise InputError(f"service {spec.name!r}: the cluster has no inference-pool server")
-        if spec.min_servers > len(self.nodes):
-            raise InputError(
-                f"service {spec.name!r}: field 'min_servers': {spec.min_servers} > the "
-                f"{len(self.nodes)} inference servers"
-            )
-        services = len(self.services) + 1
-        need = spec.replicas_per_server or 1
-        for n in self.nodes.values():
-            other = sum(s.replicas_per_server or 1 for s in self.services.values())
-            if need + other > n.num_gpus or services > n.num_gpus:
-                raise InputError(
-                    f"service {spec.name!r}: field 'replicas_per_server': server {n.id[:12]} "
-                    f"has {n.num_gpus} GPUs, too few for one more service's replicas"
-                )
+        return replicas_on(spec, node, len(self.services))
 
     def deploy(self, spec: ServiceSpec) -> str:
         """Deploy ``spec`` on every serving server; returns its HTTP URL."""
-        self.check_fits(spec)
+        check_fits(spec, self.services, self.nodes)
         self._start_serve()
         self.services[spec.name] = spec
         serving = sum(1 for st in self.state.values() if st in (SERVING, RECLAIMING))
@@ -203,8 +180,6 @@ class ServingPool:
         self._serve_started = True
 
     def _deploy_backend(self, spec: ServiceSpec, node: str) -> None:
-        if spec.model != "dense":
-            raise InputError(f"service {spec.name!r}: field 'model': {spec.model!r} not live yet")
         n = self.nodes[node]
         app = apps.dense_backend(node, self._replicas(spec, n), dict(spec.config))
         _deploy(app, apps.backend_app_name(spec.name, node), None)

@@ -9,14 +9,9 @@ Every driver, the simulator and the live scheduler alike, runs the same short lo
     runtime.apply(decision.actions)
     wait until the next event or decision.next_wakeup
 
-:meth:`decide` runs the numbered cycle of ARCHITECTURE.md:
-
-2. take a frozen snapshot;
-3. + 4. ask the policy for an allocation (which also says which inference nodes to lend);
-5. turn time fractions into this round's assignment (Gavel's rounds), only on a round
-   boundary, so that a round-based policy never preempts mid-round;
-6. place the assignment on nodes;
-7. diff with what runs and emit actions.
+:meth:`decide` runs steps 2-7 of ARCHITECTURE.md's cycle: snapshot, policy (which also
+says which inference nodes to lend), Gavel's rounds (only at a round boundary, so a
+round-based policy never preempts mid-round), placement, and the diff into actions.
 
 The core owns the round clock. A round starts when the first job arrives at a cluster
 that runs no rounds, and then every ``round_s`` while the allocation has time fractions
@@ -29,19 +24,15 @@ same events and carry out the same actions.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 from collections.abc import Sequence
 from typing import Any
 
 from lyra_ray import model as m
 from lyra_ray.model import Assignment, ClusterSnapshot, Decision, JobId, JobStatus, NodeId
-from lyra_ray.model.state import (
-    JobState,
-    allocation_from_dict,
-    allocation_to_dict,
-    job_from_dict,
-    job_to_dict,
-)
+from lyra_ray.model.state import JobState
+from lyra_ray.scheduling import persist
 from lyra_ray.scheduling.diff import job_actions
 from lyra_ray.scheduling.interfaces import Placer, RoundMechanismLike, Runtime, default_rounds
 from placement.placer import ConsolidatingPlacer
@@ -346,16 +337,9 @@ class SchedulerCore:
 
     # ------------------------------------------------------------------ 5. rounds
 
-    def _with_lent(self, snap: ClusterSnapshot, lent: frozenset[NodeId]) -> ClusterSnapshot:
-        return ClusterSnapshot(
-            snap.now,
-            snap.nodes,
-            snap.jobs,
-            snap.throughput_model,
-            snap.round_s,
-            snap.serving_demand,
-            lent,
-        )
+    @staticmethod
+    def _with_lent(snap: ClusterSnapshot, lent: frozenset[NodeId]) -> ClusterSnapshot:
+        return dataclasses.replace(snap, lent_nodes=lent)
 
     def _desired(
         self, snap: ClusterSnapshot, previous: dict[JobId, Assignment], tick: bool
@@ -408,42 +392,7 @@ class SchedulerCore:
 
     def to_state(self) -> dict[str, Any]:
         """Everything needed to resume: JSON-safe, deterministic key order."""
-        rounds_state = self._rounds.to_state() if self._rounds is not None else None
-        return {
-            "now": self.now,
-            "jobs": [job_to_dict(self.jobs[k]) for k in sorted(self.jobs)],
-            "nodes": [
-                {"id": n.id, "gpu_type": n.gpu_type, "num_gpus": n.num_gpus, "pool": n.pool}
-                for n in (self.nodes[k] for k in sorted(self.nodes))
-            ],
-            "lent": sorted(self.lent),
-            "serving_demand": self.serving_demand,
-            "reclaims": self.reclaims,
-            "next_round_s": self.next_round_s,
-            "allocation": allocation_to_dict(self.allocation),
-            "dirty": self._dirty,
-            "rounds": rounds_state,
-            "policy": self.policy.to_state(),
-            "throughputs": self.throughputs.to_state(),
-        }
+        return persist.core_to_state(self)
 
     def load_state(self, state: dict[str, Any]) -> None:
-        self.now = float(state["now"])
-        self.jobs = {d["id"]: job_from_dict(d) for d in state["jobs"]}
-        self._active = {k: j for k, j in self.jobs.items() if not j.status.terminal}
-        self.nodes = {d["id"]: m.Node(**d) for d in state["nodes"]}
-        self.lent = set(state["lent"])
-        self.serving_demand = int(state["serving_demand"])
-        self.reclaims = int(state.get("reclaims", 0))
-        nr = state.get("next_round_s")
-        self.next_round_s = None if nr is None else float(nr)
-        if state.get("rounds") is not None:
-            self.rounds.load_state(state["rounds"])
-        self.policy.load_state(state.get("policy") or {})
-        self.throughputs.load_state(state.get("throughputs") or {})
-        for j in self.jobs.values():
-            j.throughput = self._throughput_row(j)
-        self._nodes_changed()
-        if "allocation" in state:
-            self.allocation = allocation_from_dict(state["allocation"])
-            self._dirty = bool(state["dirty"])
+        persist.core_load_state(self, state)

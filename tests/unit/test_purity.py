@@ -10,6 +10,7 @@ PURE = [
     "lyra_ray.serving.load_pattern",
     "lyra_ray.serving.checks",
     "lyra_ray.serving.spec",
+    "lyra_ray.serving.capacity",
     "moe_serving.model",
     "moe_serving.popularity",
     "moe_serving.planner",

@@ -1,0 +1,62 @@
+"""The scheduler's configuration: the ``lyra:`` section of cluster.yaml, checked at the
+boundary (an InputError names the field) before any actor starts."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from lyra_ray.model.errors import InputError
+
+
+@dataclass(frozen=True)
+class SchedulerConfig:
+    """The ``lyra:`` section of cluster.yaml (all fields optional)."""
+
+    policy: str = "fifo"
+    round_s: float = 360.0
+    period_s: float = 1.0
+    state_dir: str = "/tmp/lyra/state"
+    storage_path: str = "/tmp/lyra/checkpoints"
+    grace_s: float = 30.0
+    min_lease_s: float = 30.0
+    """A (re)started run keeps its GPUs until it has stepped this long (see SchedulerCore)."""
+    startup_grace_s: float = 300.0
+    min_reset_interval_s: float = 0.0
+    """Gavel's simulator adopts a new allocation at most every 1,920 s; live, every change
+    (arrival, completion) is adopted at the next round."""
+    policy_args: Mapping[str, Any] = field(default_factory=dict)
+    """Keyword arguments of the policy (e.g. ``reserve_fraction`` of ``lyra``)."""
+    serve_host: str = "127.0.0.1"
+    serve_port: int = 8000
+    """Where Ray Serve's HTTP proxy listens for the inference services lyra owns."""
+
+    @classmethod
+    def from_dict(cls, raw: Mapping[str, Any] | None) -> SchedulerConfig:
+        raw = dict(raw or {})
+        known = set(cls.__dataclass_fields__)
+        unknown = sorted(set(raw) - known)
+        if unknown:
+            raise InputError(f"lyra config: unknown field(s) {unknown}; known: {sorted(known)}")
+        try:
+            cfg = cls(**raw)
+            for f in ("round_s", "period_s", "grace_s", "min_lease_s", "startup_grace_s"):
+                _finite(f, getattr(cfg, f), positive=f in ("round_s", "period_s", "grace_s"))
+            _finite("min_reset_interval_s", cfg.min_reset_interval_s, positive=False)
+            if not isinstance(cfg.policy_args, Mapping):
+                raise ValueError("field 'policy_args' must be a mapping")
+            port = cfg.serve_port
+            if isinstance(port, bool) or not isinstance(port, int) or not 1 <= port <= 65535:
+                raise ValueError(f"field 'serve_port' must be a port number, got {port!r}")
+        except (TypeError, ValueError) as e:
+            raise InputError(f"lyra config: {e}") from None
+        return cfg
+
+
+def _finite(name: str, value: Any, positive: bool) -> None:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise ValueError(f"field '{name}' must be a number, got {value!r}")
+    if not math.isfinite(value) or value < 0 or (positive and value == 0):
+        raise ValueError(f"field '{name}' must be a finite number {'>' if positive else '>='} 0")

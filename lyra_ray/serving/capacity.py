@@ -1,0 +1,51 @@
+"""Whether a service fits the inference pool, and how many replicas it gets per server.
+
+Pure: the serving pool (:mod:`lyra_ray.runtime.serving`) asks before it deploys
+anything, so a service that cannot be hosted is refused whole, naming the field.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from lyra_ray.model import Node
+from lyra_ray.model.errors import InputError
+from lyra_ray.serving.spec import ServiceSpec
+
+LIVE_MODELS = ("dense",)
+"""Service kinds the live runtime can deploy today."""
+
+
+def replicas_on(spec: ServiceSpec, node: Node, services: int) -> int:
+    """Replicas of ``spec`` on ``node``: its own count, else an even share of the GPUs
+    among the ``services`` every server hosts."""
+    return spec.replicas_per_server or max(1, node.num_gpus // max(1, services))
+
+
+def check_fits(
+    spec: ServiceSpec, services: Mapping[str, ServiceSpec], nodes: Mapping[str, Node]
+) -> None:
+    """Refuse a service the pool cannot host beside ``services`` (InputError names the field)."""
+    name = spec.name
+    if spec.model not in LIVE_MODELS:
+        raise InputError(f"service {name!r}: field 'model': {spec.model!r} cannot run live yet")
+    if name in services:
+        raise InputError(f"service {name!r}: field 'name': already deployed")
+    if any(s.http_route == spec.http_route for s in services.values()):
+        raise InputError(f"service {name!r}: field 'route': {spec.http_route} is taken")
+    if not nodes:
+        raise InputError(f"service {name!r}: the cluster has no inference-pool server")
+    if spec.min_servers > len(nodes):
+        raise InputError(
+            f"service {name!r}: field 'min_servers': {spec.min_servers} > the "
+            f"{len(nodes)} inference servers"
+        )
+    need = (spec.replicas_per_server or 1) + sum(
+        s.replicas_per_server or 1 for s in services.values()
+    )
+    for n in nodes.values():
+        if need > n.num_gpus:
+            raise InputError(
+                f"service {name!r}: field 'replicas_per_server': server {n.id[:12]} "
+                f"has {n.num_gpus} GPUs, too few for one more service's replicas"
+            )
