@@ -49,8 +49,8 @@ def routes_of(model: MoEModel, tokens: npt.NDArray[np.int64]) -> Routes:
     return routes
 
 
-def phase1_plan(model: MoEModel, setup: ServingSetup) -> Placement:
-    """Profile paths in-process, estimate the coming traffic's loads, plan replica counts."""
+def phase1_load(model: MoEModel, setup: ServingSetup) -> npt.NDArray[np.float64]:
+    """Profile paths in-process and estimate the coming traffic's loads [L, E]."""
     cfg = model.cfg
     est = PathEstimator(cfg.layers, cfg.experts, history=min(2, cfg.layers - 1))
     for t in request_stream(setup, 16, setup.seed + 100):
@@ -58,8 +58,13 @@ def phase1_plan(model: MoEModel, setup: ServingSetup) -> Placement:
     load = np.zeros((cfg.layers, cfg.experts))
     for t in request_stream(setup, 8, setup.seed + 200):
         load += est.estimate_all(routes_of(model, t))
+    return load
+
+
+def phase1_plan(model: MoEModel, setup: ServingSetup) -> Placement:
+    """Phase 1: plan replica counts from the estimated loads."""
     # each replica is one device (one slot): packing is trivial, counts are the plan
-    return plan_lina(load, setup.replicas, setup.replicas, 1)
+    return plan_lina(phase1_load(model, setup), setup.replicas, setup.replicas, 1)
 
 
 def config_from_args(args: argparse.Namespace) -> MoEConfig:

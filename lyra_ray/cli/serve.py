@@ -117,8 +117,24 @@ def _list(args: argparse.Namespace) -> int:
             str(s["demand_servers"]),
             s["url"],
         )
-    Console().print(t)
+    console = Console()
+    console.print(t)
+    for s in serving["services"]:
+        plan = s.get("plan") or {}
+        if plan.get("counts"):
+            console.print(_plan_line(s["name"], plan))
     return 0
+
+
+def _plan_line(name: str, plan: dict[str, Any]) -> str:
+    """One line per MoE service: the replica budget and each layer's replicas per expert."""
+    layers = "; ".join(
+        f"layer {i}: " + " ".join(str(c) for c in counts) for i, counts in enumerate(plan["counts"])
+    )
+    return (
+        f"{name}: {plan['devices']} GPUs x {plan['slots']} slots = "
+        f"{plan['budget_per_layer']} expert replicas per layer ({layers})"
+    )
 
 
 def _remove(args: argparse.Namespace) -> int:

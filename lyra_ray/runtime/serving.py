@@ -146,7 +146,7 @@ class ServingPool:
         for node, st in sorted(self.state.items()):
             if st == SERVING:  # lent and draining servers get it when they come back
                 self._deploy_backend(spec, node)
-        _deploy(apps.ingress(spec.name), apps.ingress_app_name(spec.name), spec.http_route)
+        _deploy(apps.ingress_of(spec), apps.ingress_app_name(spec.name), spec.http_route)
         self._route()
         return self.url(spec.name)
 
@@ -181,7 +181,7 @@ class ServingPool:
 
     def _deploy_backend(self, spec: ServiceSpec, node: str) -> None:
         n = self.nodes[node]
-        app = apps.dense_backend(node, self._replicas(spec, n), dict(spec.config))
+        app = apps.backend_of(spec, node, self._replicas(spec, n))
         _deploy(app, apps.backend_app_name(spec.name, node), None)
 
     def _deploy_backends(self, node: str) -> None:
@@ -348,6 +348,13 @@ class ServingPool:
 
     # ------------------------------------------------------------------ status
 
+    def _plan(self, name: str) -> dict[str, Any]:
+        """A MoE service's expert plan, as its ingress holds it ({} while it starts)."""
+        try:
+            return dict(_result(self._ingress(name).plan.remote()))
+        except Exception:
+            return {}
+
     def describe(self) -> dict[str, Any]:
         status = serve.status().applications if self.services else {}
         services = []
@@ -369,6 +376,7 @@ class ServingPool:
                     "replicas": replicas,
                     "ready": ready,
                     "demand_servers": self.estimators[name].level if name in self.estimators else 0,
+                    **({"plan": self._plan(name)} if spec.model == "moe" else {}),
                 }
             )
         return {

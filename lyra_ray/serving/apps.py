@@ -24,6 +24,9 @@ from typing import Any
 
 from ray import serve
 
+from lyra_ray.serving.meter import RequestMeter
+from lyra_ray.serving.spec import ServiceSpec
+
 log = logging.getLogger(__name__)
 
 NODE_ID_LABEL = "ray.io/node-id"
@@ -49,12 +52,7 @@ class ServiceIngress:
         self.replicas: dict[str, int] = {}
         self.routing: set[str] = set()
         self.inflight: dict[str, int] = {}
-        self.completed = 0
-        self.failed = 0
-        self.rejected = 0
-        self._area = 0.0
-        """Integral of the requests in flight over time since the last :meth:`stats`."""
-        self._last = self._window = time.monotonic()
+        self.meter = RequestMeter()
 
     def set_backends(self, backends: dict[str, list[Any]]) -> list[str]:
         """``{node id: [backend app, replicas]}`` take new requests; every other server
@@ -77,24 +75,10 @@ class ServiceIngress:
             self.handles.pop(node, None)
             self.inflight.pop(node, None)
 
-    def _tally(self) -> None:
-        now = time.monotonic()
-        self._area += sum(self.inflight.values()) * (now - self._last)
-        self._last = now
-
     def stats(self) -> dict[str, Any]:
-        """Counters, and the time-averaged requests in flight since the last call (what
-        Serve's own autoscaler averages too: an instant's count is mostly noise)."""
-        self._tally()
-        span = self._last - self._window
-        avg = self._area / span if span > 0 else float(sum(self.inflight.values()))
-        self._area, self._window = 0.0, self._last
+        """The meter's counters and average, and where requests go now."""
         return {
-            "ongoing_avg": avg,
-            "ongoing": sum(self.inflight.values()),
-            "completed": self.completed,
-            "failed": self.failed,
-            "rejected": self.rejected,
+            **self.meter.stats(),
             "routing": sorted(self.routing),
             "inflight": dict(self.inflight),
         }
@@ -111,19 +95,17 @@ class ServiceIngress:
             await asyncio.sleep(0.05)
             node = self._pick()
         if node is None:
-            self.rejected += 1
+            self.meter.reject()
             raise NoBackend(self.service)
-        self._tally()
+        self.meter.begin()
         self.inflight[node] += 1
+        ok = False
         try:
             out = await self.handles[node].remote(body)
-        except Exception:
-            self.failed += 1
-            raise
+            ok = True
         finally:
-            self._tally()
             self.inflight[node] -= 1
-        self.completed += 1
+            self.meter.end(ok)
         return out
 
     async def __call__(self, request: Any) -> Any:
@@ -203,3 +185,21 @@ def dense_backend(node_id: str, replicas: int, config: dict[str, Any]) -> Any:
 
 def ingress(service: str) -> Any:
     return ServiceIngress.options(name="ingress").bind(service)  # type: ignore[attr-defined]
+
+
+def ingress_of(spec: ServiceSpec) -> Any:
+    """The bound ingress application of ``spec``, by its model."""
+    if spec.model == "moe":
+        from lyra_ray.serving.moe_app import moe_ingress
+
+        return moe_ingress(spec.name, dict(spec.config))
+    return ingress(spec.name)
+
+
+def backend_of(spec: ServiceSpec, node_id: str, replicas: int) -> Any:
+    """The bound backend application of ``spec`` on one server (``replicas`` GPUs)."""
+    if spec.model == "moe":
+        from lyra_ray.serving.moe_app import moe_backend
+
+        return moe_backend(node_id, replicas, dict(spec.config))
+    return dense_backend(node_id, replicas, dict(spec.config))

@@ -10,9 +10,9 @@ from collections.abc import Mapping
 
 from lyra_ray.model import Node
 from lyra_ray.model.errors import InputError
-from lyra_ray.serving.spec import ServiceSpec
+from lyra_ray.serving.spec import ServiceSpec, moe_knobs
 
-LIVE_MODELS = ("dense",)
+LIVE_MODELS = ("dense", "moe")
 """Service kinds the live runtime can deploy today."""
 
 
@@ -49,3 +49,14 @@ def check_fits(
                 f"service {name!r}: field 'replicas_per_server': server {n.id[:12]} "
                 f"has {n.num_gpus} GPUs, too few for one more service's replicas"
             )
+    if spec.model == "moe":
+        knobs = moe_knobs(spec.config)
+        for n in nodes.values():
+            # any one server may be the last one serving: it must hold every expert
+            slots = replicas_on(spec, n, len(services) + 1) * int(knobs["slots"])
+            if slots < knobs["experts"]:
+                raise InputError(
+                    f"service {name!r}: field 'config.slots': server {n.id[:12]} would hold "
+                    f"{slots} expert replicas per layer, fewer than the {knobs['experts']} "
+                    "experts of a layer"
+                )

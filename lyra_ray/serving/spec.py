@@ -53,7 +53,7 @@ class ServiceSpec:
     up_after_s: float = 0.0
     down_after_s: float = 30.0
     config: Mapping[str, Any] = field(default_factory=dict)
-    """Model knobs (``dense``: ``hidden``, ``layers``, ``service_ms``)."""
+    """Model knobs: :data:`KNOBS` lists each model's, with their ranges."""
 
     @property
     def http_route(self) -> str:
@@ -72,6 +72,88 @@ class ServiceSpec:
             "down_after_s": self.down_after_s,
             "config": dict(self.config),
         }
+
+
+KNOBS: dict[str, dict[str, tuple[type, float, float]]] = {
+    "dense": {
+        "hidden": (int, 1, 4096),
+        "layers": (int, 1, 64),
+        "service_ms": (float, 0, 60_000),
+    },
+    "moe": {
+        "layers": (int, 1, 16),
+        "experts": (int, 2, 64),
+        "top_k": (int, 1, 8),
+        "dim": (int, 2, 1024),
+        "hidden": (int, 1, 8192),
+        "skew": (float, 0, 10),
+        "correlation": (float, 0, 1),
+        "seed": (int, 0, 2**31 - 1),
+        "slots": (int, 1, 64),
+        "batch": (int, 1, 256),
+        "seq": (int, 1, 512),
+        "service_ms": (float, 0, 60_000),
+        "replan_s": (float, 0, 86_400),
+        "threshold": (float, 0, 2),
+        "borrow": (int, 0, 1),
+    },
+}
+"""Per model, each knob's type and inclusive range. ``moe``: ``slots`` is how many expert
+replicas of each layer one GPU holds (Lina's device slots); ``replan_s`` is how often
+phase 2 re-plans from the routing actually seen (0: only when servers change)."""
+
+
+def _config(name: str, model: str, config: Any) -> dict[str, Any]:
+    """The model's knobs, each checked against :data:`KNOBS` (InputError names it)."""
+    if not isinstance(config, Mapping):
+        raise InputError(f"service {name!r}: field 'config': expected a mapping")
+    knobs = KNOBS[model]
+    out: dict[str, Any] = {}
+    for k, v in config.items():
+        where = f"service {name!r}: field 'config.{k}'"
+        if k not in knobs:
+            raise InputError(f"{where}: not a knob of model {model!r}; known: {sorted(knobs)}")
+        kind, low, high = knobs[k]
+        if isinstance(v, bool) or not isinstance(v, int | float) or not math.isfinite(float(v)):
+            raise InputError(f"{where}: expected a finite number, got {v!r}")
+        if kind is int and float(v) != int(v):
+            raise InputError(f"{where}: expected an integer, got {v!r}")
+        if not low <= v <= high:
+            raise InputError(f"{where}: must be in [{low:g}, {high:g}], got {v!r}")
+        out[k] = int(v) if kind is int else float(v)
+    if model == "moe":
+        experts, top_k = out.get("experts", MOE_DEFAULTS["experts"]), out.get("top_k", 1)
+        if top_k > experts:
+            raise InputError(f"service {name!r}: field 'config.top_k': {top_k} > experts {experts}")
+        if out.get("dim", MOE_DEFAULTS["dim"]) % 2:
+            raise InputError(f"service {name!r}: field 'config.dim': must be even (2 heads)")
+    return out
+
+
+MOE_DEFAULTS: dict[str, float] = {
+    "layers": 2,
+    "experts": 4,
+    "top_k": 1,
+    "dim": 32,
+    "hidden": 64,
+    "skew": 1.0,
+    "correlation": 0.9,
+    "seed": 0,
+    "slots": 3,
+    "batch": 4,
+    "seq": 16,
+    "service_ms": 2.0,
+    "replan_s": 30.0,
+    "threshold": 0.2,
+    "borrow": 1,
+}
+"""The MoE service's knobs when the spec leaves them out: a small model whose experts'
+popularity is skewed (Zipf), so Lina's replica counts differ from expert to expert."""
+
+
+def moe_knobs(config: Mapping[str, Any]) -> dict[str, Any]:
+    """Every MoE knob: the spec's, else the default."""
+    return {**MOE_DEFAULTS, **config}
 
 
 def _number(
@@ -115,14 +197,7 @@ def parse_service_spec(raw: Any) -> ServiceSpec:
     route = raw.get("route", "")
     if not isinstance(route, str) or (route and not re.match(r"^/[A-Za-z0-9_\-/]*$", route)):
         raise InputError(f"service {name!r}: field 'route': {route!r} must start with '/'")
-    config = raw.get("config", {})
-    if not isinstance(config, Mapping):
-        raise InputError(f"service {name!r}: field 'config': expected a mapping")
-    for k, v in config.items():
-        if isinstance(v, bool) or not isinstance(v, int | float) or not math.isfinite(float(v)):
-            raise InputError(f"service {name!r}: field 'config.{k}': expected a finite number")
-        if v < 0 or v > 1e5:
-            raise InputError(f"service {name!r}: field 'config.{k}': must be in [0, 1e5]")
+    config = _config(name, model, raw.get("config", {}))
     try:
         return ServiceSpec(
             name=name,

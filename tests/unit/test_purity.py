@@ -11,6 +11,8 @@ PURE = [
     "lyra_ray.serving.checks",
     "lyra_ray.serving.spec",
     "lyra_ray.serving.capacity",
+    "lyra_ray.serving.meter",
+    "lyra_ray.serving.moe_plan",
     "moe_serving.model",
     "moe_serving.popularity",
     "moe_serving.planner",

@@ -51,3 +51,47 @@ def test_bad_input_names_the_field(raw: dict[str, object], field: str) -> None:
 def test_not_a_mapping() -> None:
     with pytest.raises(InputError, match="mapping"):
         parse_service_spec(["name", "a"])
+
+
+def test_model_knobs_are_checked_by_model() -> None:
+    from lyra_ray.serving.spec import moe_knobs
+
+    spec = parse_service_spec({"name": "m", "model": "moe", "config": {"experts": 8, "slots": 4}})
+    assert moe_knobs(spec.config)["experts"] == 8 and moe_knobs(spec.config)["layers"] == 2
+    bad = [
+        ({"model": "moe", "config": {"hidden_size": 3}}, "'config.hidden_size'.*not a knob"),
+        ({"model": "dense", "config": {"experts": 3}}, "'config.experts'.*not a knob"),
+        ({"model": "moe", "config": {"experts": 2.5}}, "'config.experts'.*integer"),
+        ({"model": "moe", "config": {"slots": 0}}, "'config.slots'.*must be in"),
+        ({"model": "moe", "config": {"top_k": 5, "experts": 4}}, "'config.top_k'"),
+        ({"model": "moe", "config": {"dim": 33}}, "'config.dim'.*even"),
+        ({"model": "moe", "config": {"threshold": float("inf")}}, "'config.threshold'"),
+        ({"model": "dense", "config": {"service_ms": True}}, "'config.service_ms'"),
+    ]
+    for extra, match in bad:
+        with pytest.raises(InputError, match=match):
+            parse_service_spec({"name": "m", **extra})
+
+
+def test_a_moe_service_must_fit_every_layer_on_one_server() -> None:
+    from lyra_ray.model import Node
+    from lyra_ray.serving.capacity import check_fits
+
+    nodes = {"n1": Node("n1", "t4", 2, pool="inference")}
+    ok = parse_service_spec({"name": "m", "model": "moe", "config": {"experts": 6, "slots": 3}})
+    check_fits(ok, {}, nodes)  # 2 GPUs x 3 slots hold 6 experts
+    tight = parse_service_spec({"name": "m", "model": "moe", "config": {"experts": 7, "slots": 3}})
+    with pytest.raises(InputError, match=r"'config\.slots'"):
+        check_fits(tight, {}, nodes)
+
+
+def test_every_example_service_file_parses() -> None:
+    from pathlib import Path
+
+    import yaml
+
+    files = sorted((Path(__file__).parents[2] / "jobs" / "examples").glob("*-service.yaml"))
+    assert {f.name for f in files} >= {"dense-service.yaml", "moe-service.yaml"}
+    for f in files:
+        spec = parse_service_spec(yaml.safe_load(f.read_text()))
+        assert spec.name and spec.model in ("dense", "moe"), f

@@ -1,0 +1,350 @@
+"""Lina's MoE model as a lyra inference service, on the servers lyra lends and reclaims.
+
+WHY one deployment per GPU, not one per expert (as ``moe_serving.app`` has for a cluster
+of its own): lyra lends and reclaims whole servers, so a server's replicas must form one
+application that can be drained and deleted alone (:mod:`lyra_ray.serving.apps`); and
+Lina places expert *replicas on devices*. Each GPU of a serving server is a deployment
+``gpu<k>`` of one replica (:class:`MoEDevice`), pinned to its server, that holds the
+experts the plan gives it. The ingress (:class:`MoEServiceIngress`) runs embedding,
+attention and gating, and plans with Lina's planner over the devices of the servers that
+serve (:mod:`lyra_ray.serving.moe_plan`): lending a server lowers the replica budget and
+re-plans onto the devices left; a reclaim re-plans with the server back; in between,
+phase 2 re-plans the layers whose actual routing drifted from the plan.
+
+A plan switch drops no request: a request keeps the routing table it started with to
+its last layer; the pool deletes a drained server's app only once no request holding a
+table with that server is in flight (:meth:`MoEServiceIngress.inflight_on`); and a device
+asked for an expert it no longer holds fetches its weights from the object store.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from typing import Any
+
+import numpy as np
+from ray import serve
+
+from lyra_ray.serving.meter import RequestMeter
+from lyra_ray.serving.moe_plan import Device, RoutingTable, devices_of, plan_devices
+from lyra_ray.serving.spec import moe_knobs
+
+log = logging.getLogger(__name__)
+
+NODE_ID_LABEL = "ray.io/node-id"
+WAIT_FOR_TABLE_S = 10.0
+
+
+@serve.deployment(max_ongoing_requests=10_000, ray_actor_options={"num_cpus": 0})
+class MoEDevice:
+    """One GPU: the expert replicas the plan puts here, run one call at a time.
+
+    ``service_ms`` of sleep per call, inside the device lock, stands for the GPU time of
+    an expert kernel, which the CPU-only hosts here cannot give.
+    """
+
+    def __init__(
+        self, node_id: str, index: int, service_ms: float, peers: list[Any] | None = None
+    ) -> None:
+        """``peers``: the server's other devices, bound here only because a Serve app
+        needs one deployment through which all others are reachable (this is ``gpu0``)."""
+        self.node_id, self.index = node_id, index
+        self.service_s = service_ms / 1000.0
+        self.hosted: dict[tuple[int, int], Any] = {}
+        self.fetched = 0
+        self._lock: asyncio.Lock | None = None
+
+    async def host(self, experts: list[tuple[int, int, list[Any]]]) -> int:
+        """Hold exactly these (layer, expert, [weights ref]) replicas; returns how many."""
+        keep: dict[tuple[int, int], Any] = {}
+        for layer, e, ref in experts:
+            key = (layer, e)
+            keep[key] = self.hosted[key] if key in self.hosted else await ref[0]
+        self.hosted = keep
+        return len(keep)
+
+    async def __call__(self, layer: int, expert: int, x: Any, ref: list[Any]) -> Any:
+        from moe_serving.experts import expert_ffn
+
+        w = self.hosted.get((layer, expert))
+        if w is None:  # a plan moved the expert away under a request still running
+            w = await ref[0]
+            self.fetched += 1
+        if self._lock is None:
+            self._lock = asyncio.Lock()
+        async with self._lock:
+            y = expert_ffn(x, w)
+            if self.service_s > 0:
+                await asyncio.sleep(self.service_s)
+        return y
+
+
+@serve.deployment(max_ongoing_requests=100_000, ray_actor_options={"num_cpus": 0})
+class MoEServiceIngress:
+    """The service's HTTP route: attention and gating here, experts on the devices."""
+
+    def __init__(self, service: str, config: dict[str, Any]) -> None:
+        import ray
+        import torch
+
+        from moe_serving.model import MoEConfig, MoEModel
+        from moe_serving.setup import ServingSetup, phase1_load
+
+        torch.set_num_threads(1)
+        self.torch = torch
+        k = moe_knobs(config)
+        self.service = service
+        self.cfg = MoEConfig(
+            layers=int(k["layers"]),
+            experts=int(k["experts"]),
+            top_k=int(k["top_k"]),
+            dim=int(k["dim"]),
+            hidden=int(k["hidden"]),
+            skew=float(k["skew"]),
+            correlation=float(k["correlation"]),
+            seed=int(k["seed"]),
+        )
+        self.slots = int(k["slots"])
+        self.batch, self.seq = int(k["batch"]), int(k["seq"])
+        self.replan_s, self.threshold = float(k["replan_s"]), float(k["threshold"])
+        self.borrow = bool(k["borrow"])
+        self.model = MoEModel(self.cfg)
+        # concurrent requests interleave on one thread: grad mode must not matter
+        self.model.requires_grad_(False)
+        setup = ServingSetup(self.cfg, batch=self.batch, seq=self.seq, seed=self.cfg.seed)
+        self.estimate = phase1_load(self.model, setup)
+        """Phase 1's estimate of each expert's load, until real routing is seen."""
+        self.weights = [
+            [ray.put(self.model.expert_weights(layer, e)) for e in range(self.cfg.experts)]
+            for layer in range(self.cfg.layers)
+        ]
+        self.window = np.zeros((self.cfg.layers, self.cfg.experts))
+        """Tokens per expert since the last phase-2 check."""
+        self.recent = np.zeros_like(self.window)
+        """Tokens per expert, halved at every phase-2 check: what a re-plan plans for."""
+        self.servers: dict[str, tuple[str, int]] = {}
+        self.table: RoutingTable | None = None
+        self.old: list[RoutingTable] = []
+        self.history: list[dict[str, Any]] = []
+        self.meter = RequestMeter()
+        self.rng = np.random.default_rng(self.cfg.seed + 1)
+        self._handles: dict[tuple[str, int], Any] = {}
+        self._plan_lock: asyncio.Lock | None = None
+        self._phase2: asyncio.Task[None] | None = None
+
+    # ---------------------------------------------------------------- what the pool calls
+
+    async def set_backends(self, backends: dict[str, list[Any]]) -> list[str]:
+        """``{node id: [backend app, GPUs]}`` serve from now on: re-plan onto them."""
+        servers = {node: (str(app), int(gpus)) for node, (app, gpus) in backends.items()}
+        if self._phase2 is None and self.replan_s > 0:
+            self._phase2 = asyncio.get_running_loop().create_task(self._phase2_loop())
+        if servers != self.servers or self.table is None:
+            before = sorted(self.servers)
+            self.servers = servers
+            await self._replan(f"servers {len(before)} -> {len(servers)}")
+        return sorted(self.servers)
+
+    def inflight_on(self, node: str) -> int:
+        """Requests that may still send work to ``node`` (a drain waits for 0)."""
+        tables = [t for t in self.old if t.active]
+        if self.table is not None and node in self.table.nodes:
+            return max(1, self.table.active)  # still planned there: not drained yet
+        return sum(t.active for t in tables if node in t.nodes)
+
+    def forget(self, node: str) -> None:
+        """A drained server's app is going: drop its handles and the tables nobody
+        routes by any more."""
+        self.old = [t for t in self.old if t.active]
+        if not any(node in t.nodes for t in self.old) and node not in self.servers:
+            for key in [k for k in self._handles if k[0] == node]:
+                del self._handles[key]
+
+    def stats(self) -> dict[str, Any]:
+        return {
+            **self.meter.stats(),
+            "routing": sorted(self.table.nodes) if self.table else [],
+        }
+
+    def plan(self) -> dict[str, Any]:
+        """The plan in use and the re-plans so far (newest last)."""
+        now = self.table.summary() if self.table else {}
+        return {**now, "replans": self.history[-50:]}
+
+    # ---------------------------------------------------------------- planning
+
+    async def _replan(self, reason: str, actual: Any = None) -> None:
+        """Plan, load the devices, then switch tables.
+
+        Without ``actual``: Lina's phase 1 onto the devices of ``self.servers``, for the
+        load seen lately (phase 1's estimate before any). With ``actual``: phase 2 on the
+        same devices, re-planning only the layers whose shares left the plan's.
+        """
+        from moe_serving.planner import replan
+
+        if self._plan_lock is None:
+            self._plan_lock = asyncio.Lock()
+        async with self._plan_lock:
+            servers = {n: g for n, (_app, g) in self.servers.items()}
+            devices = devices_of(servers)
+            if not devices:
+                return
+            if actual is not None and self.table is not None and devices == self.table.devices:
+                placement, layers = replan(self.table.placement, actual, self.threshold)
+                if not layers:
+                    return
+            else:
+                load = self.recent if self.recent.sum() > 0 else self.estimate
+                placement = plan_devices(load, len(devices), self.slots)
+            table = RoutingTable(devices, placement)
+            await self._load(table)
+            if self.table is not None and self.table.active:
+                self.old.append(self.table)
+            self.table = table
+            self.old = [t for t in self.old if t.active]
+            entry = {"at": time.time(), "reason": reason, **table.summary()}
+            self.history.append(entry)
+            log.info("%s: re-planned (%s): %s", self.service, reason, entry)
+
+    async def _load(self, table: RoutingTable) -> None:
+        """Give every device the experts the table puts on it."""
+        calls = []
+        for i, dev in enumerate(table.devices):
+            experts = [(la, e, [self.weights[la][e]]) for la, e in table.hosted(i)]
+            calls.append(self._handle(dev).host.remote(experts))
+        await asyncio.gather(*calls)
+
+    def _handle(self, dev: Device) -> Any:
+        """The device's handle; a drained server's stays known while old tables use it."""
+        key = (dev.node, dev.index)
+        if key not in self._handles:
+            app, _ = self.servers[dev.node]
+            self._handles[key] = serve.get_deployment_handle(f"gpu{dev.index}", app)
+        return self._handles[key]
+
+    async def _phase2_loop(self) -> None:
+        """Lina's phase 2: re-plan the layers whose actual routing left the plan behind."""
+        while True:
+            await asyncio.sleep(self.replan_s)
+            actual, self.window = self.window, np.zeros_like(self.window)
+            self.recent *= 0.5
+            if self.table is None or actual.sum() == 0:
+                continue
+            try:
+                await self._replan("phase 2: routing drifted", actual)
+            except Exception:  # a device restarting: the next round tries again
+                log.warning("%s: phase-2 re-plan failed", self.service, exc_info=True)
+
+    # ---------------------------------------------------------------- requests
+
+    async def _run(self, tokens: Any) -> tuple[Any, frozenset[str]]:
+        from moe_serving.dynamic import chunk_hosts, static_hosts
+
+        deadline = time.monotonic() + WAIT_FOR_TABLE_S
+        while self.table is None and time.monotonic() < deadline:
+            await asyncio.sleep(0.05)
+        tab = self.table
+        if tab is None:
+            self.meter.reject()
+            raise RuntimeError("no device serves yet")
+        torch, model = self.torch, self.model
+        tab.active += 1
+        self.meter.begin()
+        ok = False
+        try:
+            h = model.embed(torch.as_tensor(tokens, dtype=torch.long))
+            for layer in range(self.cfg.layers):
+                h = model.attend(layer, h)
+                xn, idx, w = model.route(layer, h)
+                ds = model.dispatch(idx, w)
+                counts = np.zeros(self.cfg.experts, dtype=np.int64)
+                for d in ds:
+                    counts[d.expert] = d.rows.numel()
+                self.window[layer] += counts
+                self.recent[layer] += counts
+                split = chunk_hosts if self.borrow else static_hosts
+                where = tab.devices_for(layer, split(counts, tab.counts[layer]))
+                ys = await asyncio.gather(
+                    *(self._expert(tab, layer, d.expert, xn[d.rows], where[d.expert]) for d in ds)
+                )
+                h = model.combine(h, ds, list(ys))
+            out = model.finish(h).numpy()
+            ok = True
+            return out, tab.nodes
+        finally:
+            tab.active -= 1
+            self.meter.end(ok)
+
+    async def _expert(self, tab: RoutingTable, layer: int, e: int, x: Any, devs: list[int]) -> Any:
+        chunks = np.array_split(x.numpy(), len(devs))
+        ref = [self.weights[layer][e]]
+        calls = [
+            self._handle(tab.devices[d]).remote(layer, e, c, ref)
+            for c, d in zip(chunks, devs, strict=True)
+        ]
+        outs = await asyncio.gather(*calls)
+        return self.torch.from_numpy(np.concatenate(outs))
+
+    def _tokens(self, body: Any) -> Any:
+        """The request's token ids [B, T]; a body without ``tokens`` gets a sampled batch
+        (its topic mix drawn per request), which is what load tests send."""
+        from moe_serving.workload import sample_batch
+
+        raw = body.get("tokens") if isinstance(body, dict) else None
+        if raw is None:
+            mix = self.rng.dirichlet(np.full(self.cfg.topics, 0.5))
+            return sample_batch(self.cfg, self.rng, self.batch, self.seq, mix).numpy()
+        return check_tokens(raw, self.cfg.vocab)
+
+    async def __call__(self, request: Any) -> Any:
+        from starlette.responses import JSONResponse
+
+        body: Any = {}
+        if await request.body():
+            try:
+                body = await request.json()
+            except ValueError:
+                return JSONResponse({"error": "body: not JSON"}, status_code=400)
+        try:
+            tokens = self._tokens(body)
+        except ValueError as e:
+            return JSONResponse({"error": str(e)}, status_code=400)
+        try:
+            out, nodes = await self._run(tokens)
+        except RuntimeError as e:
+            return JSONResponse({"error": f"service {self.service}: {e}"}, status_code=503)
+        return {"outputs": out[:, -1, :].tolist(), "servers": sorted(n[:12] for n in nodes)}
+
+
+def check_tokens(raw: Any, vocab: int) -> Any:
+    """A rectangular [B, T] array of token ids in [0, vocab); ValueError names the field."""
+    ok = isinstance(raw, list) and 0 < len(raw) <= 256
+    ok = ok and all(isinstance(r, list) and 0 < len(r) <= 512 for r in raw)
+    if not ok or len({len(r) for r in raw}) != 1:
+        raise ValueError("field 'tokens': expected 1-256 rows of 1-512 token ids, all as long")
+    if not all(isinstance(t, int) and not isinstance(t, bool) for r in raw for t in r):
+        raise ValueError("field 'tokens': token ids must be integers")
+    arr = np.asarray(raw, dtype=np.int64)
+    if arr.min() < 0 or arr.max() >= vocab:
+        raise ValueError(f"field 'tokens': token ids must be in [0, {vocab})")
+    return arr
+
+
+def moe_backend(node_id: str, gpus: int, config: dict[str, Any]) -> Any:
+    """The bound backend application of a MoE service on one server: one device per GPU."""
+    service_ms = float(moe_knobs(config)["service_ms"])
+    opts = {"num_gpus": 1, "num_cpus": 0, "label_selector": {NODE_ID_LABEL: node_id}}
+
+    def device(k: int) -> Any:
+        return MoEDevice.options(  # type: ignore[attr-defined]
+            name=f"gpu{k}", num_replicas=1, ray_actor_options=opts
+        )
+
+    peers = [device(k).bind(node_id, k, service_ms) for k in range(1, gpus)]
+    return device(0).bind(node_id, 0, service_ms, peers)
+
+
+def moe_ingress(service: str, config: dict[str, Any]) -> Any:
+    return MoEServiceIngress.options(name="ingress").bind(service, config)  # type: ignore[attr-defined]
