@@ -45,6 +45,14 @@ def register(sub: Any) -> None:
         default=0.0,
         help="checkpoint/restore seconds per preemption-resume or resize",
     )
+    p.add_argument(
+        "--network",
+        help="model the fabric: servers_per_rack=8,nic_gbps=25,oversubscription=4 (a job "
+        "spread over servers then pays its ring all-reduce; default: communication is free)",
+    )
+    p.add_argument(
+        "--placer", default="consolidate", help="consolidate (default) or ring (needs --network)"
+    )
     p.add_argument("--jct-window", help="FIRST:LAST job indices to average over")
     p.add_argument("--throughputs", help="Gavel-format throughput JSON (gavel traces)")
     p.add_argument("--max-jobs", type=int, help="use only the first N jobs of the trace")
@@ -190,6 +198,7 @@ def run_simulate(args: argparse.Namespace) -> int:
     from lyra_ray.model.spec import parse_cluster
     from lyra_ray.sim.report import render_table, to_json, write_plots
     from lyra_ray.sim.simulator import Simulator
+    from placement.ring import make_placer
     from policies.base import PolicyError, get_policy
 
     nodes = parse_cluster(args.cluster, args.gpus_per_node)
@@ -205,6 +214,17 @@ def run_simulate(args: argparse.Namespace) -> int:
         policy = get_policy(args.policy)
     except PolicyError as e:
         raise InputError(f"--policy: {e}") from None
+    topology = network = None
+    if args.network is not None:
+        from lyra_ray.network.config import parse_network, topology_for
+        from lyra_ray.network.ring import RingCommModel
+
+        topology = topology_for(nodes + inference, parse_network(args.network))
+        network = RingCommModel(topology)
+    try:
+        placer = make_placer(args.placer, topology)
+    except ValueError as e:
+        raise InputError(f"--{e}") from None
     sim = Simulator(
         nodes + inference,
         policy,
@@ -212,6 +232,8 @@ def run_simulate(args: argparse.Namespace) -> int:
         round_s=args.round_seconds,
         resize_overhead_s=args.resize_overhead,
         serving_demand=demand,
+        placer=placer,
+        network=network,
     )
     console = Console(stderr=True)
     with Progress(
@@ -236,6 +258,8 @@ def run_simulate(args: argparse.Namespace) -> int:
         "jct_window": args.jct_window,
         "inference": args.inference,
         "serving_demand": args.serving_demand,
+        "network": args.network,
+        "placer": args.placer,
     }
     if not args.quiet:
         render_table(result.summary, f"{args.policy} on {Path(args.trace).name}", Console())

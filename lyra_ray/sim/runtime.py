@@ -4,13 +4,18 @@ It models what the live runtime does physically: a running job makes progress at
 throughput on its assignment (its pair throughput when space-sharing), and each resume
 or resize first pays ``resize_overhead_s`` of checkpoint/restore during which the job
 holds its GPUs but makes no progress. It decides nothing.
+
+With a ``network`` model (:class:`RateModel`, e.g. ``lyra_ray.network.ring.RingCommModel``)
+a run's rate also depends on where it was placed and on who shares the links with it,
+so every run is re-rated whenever the set of runs changes.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import Protocol
 
 from lyra_ray import model as m
 from lyra_ray.model import Assignment, JobId, JobSpec
@@ -28,10 +33,24 @@ class _Run:
     """When the run completes at ``rate``: fixed while the rate is (set in ``_rerate``)."""
 
 
+class RateModel(Protocol):
+    """Placement-aware rates: each run's (spec, assignment, rate without it) -> rate."""
+
+    def rates(
+        self, runs: Mapping[JobId, tuple[JobSpec, Assignment, float]]
+    ) -> dict[JobId, float]: ...
+
+
 class SimRuntime:
-    def __init__(self, throughputs: m.ThroughputModel, resize_overhead_s: float = 0.0) -> None:
+    def __init__(
+        self,
+        throughputs: m.ThroughputModel,
+        resize_overhead_s: float = 0.0,
+        network: RateModel | None = None,
+    ) -> None:
         self.throughputs = throughputs
         self.overhead = resize_overhead_s
+        self.network = network
         self.now = 0.0
         self.specs: dict[JobId, JobSpec] = {}
         self.steps: dict[JobId, float] = {}
@@ -99,6 +118,8 @@ class SimRuntime:
             steps[jid] = self.specs[jid].total_steps
             del self.runs[jid]
             events.append(m.JobCompleted(jid, self.specs[jid].total_steps))
+        if done and self.network is not None:
+            self._rerate([])  # the finished runs' links are free for the others
         return events
 
     def apply(self, actions: Sequence[m.Action]) -> None:
@@ -127,6 +148,8 @@ class SimRuntime:
         runs = self.runs
         todo = {jid for jid in started if jid in runs}
         todo.update(jid for jid, r in runs.items() if r.assignment.partner is not None)
+        if self.network is not None:
+            todo = set(runs)  # runs sharing links slow each other down
         for jid in todo:
             r = runs[jid]
             a, spec = r.assignment, self.specs[jid]
@@ -136,6 +159,15 @@ class SimRuntime:
                 if pair is not None:
                     rate = pair[0]
             r.rate = rate
+        if self.network is not None:
+            adjusted = self.network.rates(
+                {jid: (self.specs[jid], runs[jid].assignment, runs[jid].rate) for jid in todo}
+            )
+            for jid in todo:
+                runs[jid].rate = adjusted[jid]
+        for jid in todo:
+            r = runs[jid]
+            rate = r.rate
             if rate > 0:
                 pf = r.productive_from
                 r.finish = (pf if pf > self.now else self.now) + (r.total - self.steps[jid]) / rate

@@ -17,9 +17,10 @@ from typing import Any
 from lyra_ray import model as m
 from lyra_ray.model import JobSpec, Node
 from lyra_ray.scheduling.core import SchedulerCore
+from lyra_ray.scheduling.interfaces import Placer
 from lyra_ray.sim.events import EventQueue
 from lyra_ray.sim.metrics import Recorder, job_records, summarise
-from lyra_ray.sim.runtime import SimRuntime
+from lyra_ray.sim.runtime import RateModel, SimRuntime
 from policies.base import Policy
 
 log = logging.getLogger(__name__)
@@ -48,10 +49,14 @@ class Simulator:
         resize_overhead_s: float = 0.0,
         serving_demand: Sequence[tuple[float, int]] = (),
         max_time_s: float | None = None,
+        placer: Placer | None = None,
+        network: RateModel | None = None,
     ) -> None:
+        """``placer`` replaces the core's consolidating placer; ``network`` makes a run's
+        rate depend on its placement (see :class:`~lyra_ray.sim.runtime.SimRuntime`)."""
         self.nodes = list(nodes)
-        self.core = SchedulerCore(policy, throughputs, round_s=round_s)
-        self.runtime = SimRuntime(throughputs, resize_overhead_s)
+        self.core = SchedulerCore(policy, throughputs, round_s=round_s, placer=placer)
+        self.runtime = SimRuntime(throughputs, resize_overhead_s, network)
         self.round_s = round_s
         self.demand = sorted(serving_demand)
         self.max_time_s = max_time_s

@@ -3,7 +3,14 @@
 import subprocess
 import sys
 
-PURE_PACKAGES = ["lyra_ray.model", "lyra_ray.scheduling", "lyra_ray.sim", "policies", "placement"]
+PURE_PACKAGES = [
+    "lyra_ray.model",
+    "lyra_ray.scheduling",
+    "lyra_ray.sim",
+    "lyra_ray.network",
+    "policies",
+    "placement",
+]
 """Every module under these is pure: the layers ARCHITECTURE.md marks PURE."""
 PURE = [
     "lyra_ray.serving.demand",
