@@ -7,11 +7,11 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-stamp
 # The pure layers (no Ray; tests/unit/test_purity.py): ruff-formatted and mypy-strict.
-PURE := lyra_ray/model lyra_ray/scheduling lyra_ray/sim lyra_ray/network policies placement
+PURE := lyra_ray/model lyra_ray/scheduling lyra_ray/sim lyra_ray/telemetry lyra_ray/network policies placement
 export RAY_USAGE_STATS_ENABLED := 0
 export PYTHONUNBUFFERED := 1
 
-.PHONY: demo demo-sim test test-unit lint bench clean
+.PHONY: demo demo-sim test test-unit lint bench clean prometheus
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -28,7 +28,10 @@ demo-sim: $(STAMP)
 	$(VENV)/bin/lyra simulate --trace lyra_ray/data/demo_jobs.yaml --cluster v100=8,p100=8,k80=16 \
 	  --gpus-per-node 4 --policy fifo_nonpreemptive --json demo-out/report.json --plots demo-out
 
-test: $(STAMP)
+prometheus:
+	@scripts/ensure_prometheus.sh
+
+test: $(STAMP) prometheus
 	$(PY) -m pytest -q -p no:cacheprovider --durations=15 tests
 
 test-unit: $(STAMP)

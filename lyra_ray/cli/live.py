@@ -27,6 +27,9 @@ def register(sub: Any) -> None:
     p.add_argument("--policy", help="override the policy of the lyra section")
     p.add_argument("--round-seconds", type=float, help="override round_s")
     p.add_argument("--dir", default=None, help="where lyra keeps its PIDs/state (default ~/.lyra)")
+    p.add_argument(
+        "--prometheus", action="store_true", help="also start Prometheus scraping the cluster"
+    )
     p.set_defaults(func=_up)
 
     p = sub.add_parser("down", help="stop what `lyra up` started (by PID; never `ray stop`)")
@@ -44,7 +47,15 @@ def register(sub: Any) -> None:
     p.add_argument("job_id", nargs="?")
     p.add_argument("--address", default=None)
     p.add_argument("--json", action="store_true")
-    p.add_argument("--watch", type=float, default=0.0, help="refresh every N seconds")
+    p.add_argument(
+        "--watch",
+        type=float,
+        nargs="?",
+        const=2.0,
+        default=0.0,
+        metavar="SECONDS",
+        help="a live view, refreshed every SECONDS (default 2); Ctrl-C leaves it",
+    )
     p.set_defaults(func=_status)
 
     p = sub.add_parser("cancel", help="cancel a job")
@@ -134,6 +145,7 @@ def status_json(view: dict[str, Any]) -> dict[str, Any]:
     """``nodes``, ``jobs``, ``serving`` (``demand_servers``, ``services``)."""
     serving = view["serving"]
     return {
+        "rounds": view.get("rounds", {}),
         "nodes": view["nodes"],
         "jobs": [job_row(r) for r in view["jobs"]],
         "serving": {
@@ -165,7 +177,15 @@ def _print_servers(view: dict[str, Any]) -> None:
 
 
 def _status(args: argparse.Namespace) -> int:
+    import math
+
+    if not (args.watch == 0 or (math.isfinite(args.watch) and 0.1 <= args.watch <= 3600)):
+        raise InputError(f"status: --watch must be in [0.1, 3600] seconds, got {args.watch!r}")
     c = _client(args.address)
+    if args.watch and not args.json and not args.job_id:
+        from lyra_ray.cli.watch import watch
+
+        return watch(c.overview, args.watch)
     while True:
         if args.job_id:
             row = c.status(args.job_id)
@@ -223,8 +243,17 @@ def _up(args: argparse.Namespace) -> int:
         overrides["round_s"] = args.round_seconds
     if args.inference and not args.local:
         raise InputError("up: --inference needs --local")
-    info = up(args.nodes if args.local else None, args.config, overrides, args.dir, args.inference)
+    info = up(
+        args.nodes if args.local else None,
+        args.config,
+        overrides,
+        args.dir,
+        args.inference,
+        prometheus=args.prometheus,
+    )
     print(f"cluster up: {info['address']}  dashboard: {info['dashboard']}")
+    if info.get("prometheus"):
+        print(f"prometheus: {info['prometheus']} (scrapes every node; lyra_* metrics)")
     print(f"export RAY_ADDRESS={info['address']}")
     if info.get("auth_mode"):
         print(f"export RAY_AUTH_MODE={info['auth_mode']}")

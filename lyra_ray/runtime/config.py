@@ -32,6 +32,8 @@ class SchedulerConfig:
     serve_host: str = "127.0.0.1"
     serve_port: int = 8000
     """Where Ray Serve's HTTP proxy listens for the inference services lyra owns."""
+    metrics: bool = True
+    """Export the scheduler's metrics through ``ray.util.metrics`` (docs/observability.md)."""
 
     @classmethod
     def from_dict(cls, raw: Mapping[str, Any] | None) -> SchedulerConfig:
@@ -47,6 +49,8 @@ class SchedulerConfig:
             _finite("min_reset_interval_s", cfg.min_reset_interval_s, positive=False)
             if not isinstance(cfg.policy_args, Mapping):
                 raise ValueError("field 'policy_args' must be a mapping")
+            if not isinstance(cfg.metrics, bool):
+                raise ValueError(f"field 'metrics' must be true or false, got {cfg.metrics!r}")
             port = cfg.serve_port
             if isinstance(port, bool) or not isinstance(port, int) or not 1 <= port <= 65535:
                 raise ValueError(f"field 'serve_port' must be a port number, got {port!r}")

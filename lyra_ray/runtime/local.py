@@ -92,9 +92,18 @@ def up(
     overrides: dict[str, Any],
     home: str | None = None,
     inference_spec: str | None = None,
+    prometheus: bool = False,
 ) -> dict[str, Any]:
     """Start the nodes (if ``nodes_spec``: training; ``inference_spec``: the inference
-    pool, labelled ``pool=inference``), then the scheduler; returns the addresses."""
+    pool, labelled ``pool=inference``), then the scheduler, and with ``prometheus`` a
+    Prometheus that scrapes them; returns the addresses."""
+    if prometheus:
+        from lyra_ray.runtime import prometheus as prom
+
+        if nodes_spec is None:
+            raise InputError("--prometheus: only with --local (it scrapes this host's nodes)")
+        if prom.prometheus_binary() is None:
+            raise InputError(f"--prometheus: {prom.INSTALL_HINT}")
     if inference_spec is not None:
         if nodes_spec is None:
             raise InputError("--inference: only with --local (fake-GPU nodes on this host)")
@@ -119,6 +128,8 @@ def up(
             f"{h / 'up.json'}: a cluster started by `lyra up` is running; `lyra down` first"
         )
     info: dict[str, Any] = {"pids": []}
+    if prometheus:
+        info["prometheus"] = f"http://127.0.0.1:{_free_port()}"
     try:
         return _up(h, nodes_spec, cfg, info, inference_spec)
     except BaseException:
@@ -162,6 +173,8 @@ def _up(
         env = dict(os.environ)
         env.setdefault("RAY_TMPDIR", f"/tmp/lyra-{os.getuid()}")
         info["auth_mode"] = env["RAY_AUTH_MODE"] = os.environ["RAY_AUTH_MODE"]
+        if info.get("prometheus"):  # the Ray dashboard's metrics views query it
+            env["RAY_PROMETHEUS_HOST"] = info["prometheus"]
         repo = str(Path(__file__).resolve().parents[2])
         env["PYTHONPATH"] = os.pathsep.join([repo, *filter(None, [env.get("PYTHONPATH")])])
         port, dash = _free_port(), int(os.environ.get("LYRA_DASHBOARD_PORT", _free_port()))
@@ -212,6 +225,13 @@ def _up(
         ray.init(address=os.environ.get("RAY_ADDRESS", "auto"), log_to_driver=False)
         info.update(address=ray.get_runtime_context().gcs_address, dashboard=None)
     start_scheduler({**vars(cfg)})
+    if info.get("prometheus"):
+        from lyra_ray.runtime import prometheus as prom
+
+        port = int(info["prometheus"].rsplit(":", 1)[1])
+        p = prom.start(prom.session_dir(), h / "prometheus", port)
+        info["pids"].append(p.pid)
+        _save(h, info)
     info["config"] = vars(cfg)
     _save(h, info)
     ray.shutdown()

@@ -21,7 +21,7 @@ import time
 import uuid
 from collections.abc import Mapping
 from dataclasses import asdict
-from typing import Any
+from typing import Any, cast
 
 import ray
 
@@ -31,6 +31,7 @@ from lyra_ray.model.spec import parse_job_spec
 from lyra_ray.model.state import assignment_to_dict, spec_from_dict, spec_to_dict
 from lyra_ray.model.throughput import MeasuredThroughputs, catalogue_throughputs
 from lyra_ray.runtime.config import SchedulerConfig
+from lyra_ray.runtime.metrics import SchedulerMetrics, TimedPolicy
 from lyra_ray.runtime.names import NAMESPACE, SCHEDULER_ACTOR
 from lyra_ray.runtime.ray_runtime import RayRuntime
 from lyra_ray.runtime.runs import load_entrypoint
@@ -38,7 +39,7 @@ from lyra_ray.runtime.serving import ServingPool
 from lyra_ray.runtime.store import StateStore
 from lyra_ray.scheduling.core import SchedulerCore, default_rounds
 from lyra_ray.serving.spec import parse_service_spec
-from policies.base import get_policy
+from policies.base import Policy, get_policy
 
 log = logging.getLogger(__name__)
 
@@ -57,8 +58,11 @@ class GlobalScheduler:
         self.wake = threading.Event()
         self.throughputs = MeasuredThroughputs(catalogue_throughputs())
         policy = get_policy(self.cfg.policy, **self.cfg.policy_args)
+        self.metrics = SchedulerMetrics() if self.cfg.metrics else None
         self.core = SchedulerCore(
-            policy,
+            cast(Policy, TimedPolicy(policy, self.metrics.observe_solve))
+            if self.metrics is not None
+            else policy,
             self.throughputs,
             self.cfg.round_s,
             rounds=default_rounds(policy, min_reset_interval_s=self.cfg.min_reset_interval_s),
@@ -95,6 +99,8 @@ class GlobalScheduler:
                 if j.status is m.JobStatus.RUNNING and j.current is not None
             }
             self.runtime.reconcile(desired)
+            if self.metrics is not None:
+                self.metrics.skip_reclaims(len(self.serving.reclaims))
             log.info("restored %d jobs (restart %d)", len(self.core.jobs), self.restarts)
         self._save([])
         self._stopped = False
@@ -147,6 +153,10 @@ class GlobalScheduler:
                 log.info("actions: %s", actions)
                 self.runtime.apply(actions)
                 self._save([])
+            if self.metrics is not None:
+                self.metrics.observe_cycle(
+                    self.core, actions, time.perf_counter() - c0, self.serving.metrics_view()
+                )
             if events:  # a cycle that had something to decide
                 self.cycle_s.append(
                     {
@@ -318,7 +328,14 @@ class GlobalScheduler:
                     }
                 )
             jobs = [self._describe(k) for k in sorted(self.core.jobs)]
-            return {"nodes": nodes, "jobs": jobs, "serving": serving}
+            rounds = {
+                "policy": self.cfg.policy,
+                "round_s": self.core.round_s,
+                "rounds_done": self.core.rounds.rounds_done,
+                "next_round_s": self.core.next_round_s,
+                "now": self.core.now,
+            }
+            return {"nodes": nodes, "jobs": jobs, "serving": serving, "rounds": rounds}
 
     def nodes(self) -> list[dict[str, Any]]:
         with self.lock:

@@ -76,6 +76,8 @@ class ServingPool:
         """Per finished reclaim: the server, its latency from the demand rise, and from
         the Reclaim action."""
         self.lends: list[dict[str, Any]] = []
+        self.last_stats: dict[str, dict[str, Any]] = {}
+        """Per service, its ingress's latest counters (what the metrics export)."""
         self._serve_started = False
         self._reroute = False
         """An ingress could not be told its servers (still starting): retry next poll."""
@@ -337,6 +339,7 @@ class ServingPool:
                 except Exception:
                     st = None  # ingress still starting: keep the level it had
                 if st is not None:
+                    self.last_stats[name] = dict(st)
                     est.update(now, float(st["ongoing_avg"]), None)
                 level = max(level, est.level)
         if level == self.demand:
@@ -354,6 +357,16 @@ class ServingPool:
             return dict(_result(self._ingress(name).plan.remote()))
         except Exception:
             return {}
+
+    def metrics_view(self) -> dict[str, Any]:
+        """What :class:`~lyra_ray.runtime.metrics.SchedulerMetrics` reads each cycle."""
+        return {
+            "servers": self.state,
+            "reclaims": self.reclaims,
+            "stats": [
+                {"name": k, **v} for k, v in sorted(self.last_stats.items()) if k in self.services
+            ],
+        }
 
     def describe(self) -> dict[str, Any]:
         status = serve.status().applications if self.services else {}

@@ -106,6 +106,10 @@ class RoundMechanism:
         self.state.rounds += 1
         return out
 
+    @property
+    def rounds_done(self) -> int:
+        return self.state.rounds
+
     def would_adopt(self, snap: ClusterSnapshot) -> bool:
         """Whether a round now would take a new allocation (else the old X stays).
 

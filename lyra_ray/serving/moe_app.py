@@ -28,6 +28,7 @@ import numpy as np
 from ray import serve
 
 from lyra_ray.serving.meter import RequestMeter
+from lyra_ray.serving.moe_metrics import ExpertMetrics
 from lyra_ray.serving.moe_plan import Device, RoutingTable, devices_of, plan_devices
 from lyra_ray.serving.spec import moe_knobs
 
@@ -129,6 +130,7 @@ class MoEServiceIngress:
         self.old: list[RoutingTable] = []
         self.history: list[dict[str, Any]] = []
         self.meter = RequestMeter()
+        self.expert_metrics = ExpertMetrics(service)
         self.rng = np.random.default_rng(self.cfg.seed + 1)
         self._handles: dict[tuple[str, int], Any] = {}
         self._plan_lock: asyncio.Lock | None = None
@@ -204,6 +206,7 @@ class MoEServiceIngress:
                 self.old.append(self.table)
             self.table = table
             self.old = [t for t in self.old if t.active]
+            self.expert_metrics.planned(table.counts)
             entry = {"at": time.time(), "reason": reason, **table.summary()}
             self.history.append(entry)
             log.info("%s: re-planned (%s): %s", self.service, reason, entry)
@@ -264,6 +267,7 @@ class MoEServiceIngress:
                     counts[d.expert] = d.rows.numel()
                 self.window[layer] += counts
                 self.recent[layer] += counts
+                self.expert_metrics.routed(layer, counts)
                 split = chunk_hosts if self.borrow else static_hosts
                 where = tab.devices_for(layer, split(counts, tab.counts[layer]))
                 ys = await asyncio.gather(

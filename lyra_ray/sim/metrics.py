@@ -6,13 +6,16 @@ so the numbers do not depend on a sampling period.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
+from lyra_ray import model as m
 from lyra_ray.model import JobStatus, Node
 from lyra_ray.scheduling.core import SchedulerCore
+from lyra_ray.telemetry.values import action_counts
 
 
 @dataclass(slots=True)
@@ -31,11 +34,16 @@ class Recorder:
     training_gpus: int
     total_gpus: int
     samples: list[Sample] = field(default_factory=list)
+    counters: dict[str, int] = field(default_factory=lambda: action_counts(()))
+    """The live scheduler's action counters (``lyra_*_total``), counted the same way."""
     _nodes: tuple[Node, ...] | None = field(default=None, repr=False)
     _inference: int = 0
     _server: int = 0
 
-    def record(self, t: float, core: SchedulerCore) -> None:
+    def record(self, t: float, core: SchedulerCore, actions: Sequence[m.Action] = ()) -> None:
+        if actions:
+            for name, n in action_counts(actions).items():
+                self.counters[name] += n
         nodes, inference_ids = core.nodes_info()
         busy_t = busy_l = queued = running = 0
         seen: set[tuple[str, str]] = set()
@@ -86,6 +94,34 @@ class Recorder:
             "gpu_usage_overall": float(((bt + bl + serving) * dt).sum()) / (self.total_gpus * span),
             "on_loan_utilisation": float((bl * dt).sum()) / lent_s if lent_s > 0 else 0.0,
         }
+
+    def metric_summary(self, end: float) -> dict[str, Any]:
+        """The run in the live metrics' names (docs/observability.md), so a simulated
+        and a live run compare panel by panel: counters as totals, gauges as their
+        time-weighted mean and their maximum over the run."""
+        out: dict[str, Any] = dict(self.counters)
+        if not self.samples:
+            return out
+        t = np.array([s.t for s in self.samples] + [max(end, self.samples[-1].t)])
+        dt = np.diff(t)
+        span = float(t[-1] - t[0])
+
+        def gauge(values: list[float]) -> dict[str, float]:
+            a = np.asarray(values, dtype=float)
+            mean = float((a * dt).sum() / span) if span > 0 else float(a[-1])
+            return {"mean": mean, "max": float(a.max())}
+
+        s = self.samples
+        out["lyra_queue_length"] = gauge([x.queued for x in s])
+        out["lyra_jobs{state=running}"] = gauge([x.running for x in s])
+        tr = self.training_gpus
+        out["lyra_gpus{pool=training,use=training}"] = gauge([x.busy_training for x in s])
+        out["lyra_gpus{pool=training,use=idle}"] = gauge([tr - x.busy_training for x in s])
+        # as live: every GPU of a server not lent is serving's
+        out["lyra_gpus{pool=inference,use=serving}"] = gauge([self._inference - x.lent for x in s])
+        out["lyra_gpus{pool=inference,use=lent}"] = gauge([x.busy_lent for x in s])
+        out["lyra_gpus{pool=inference,use=idle}"] = gauge([x.lent - x.busy_lent for x in s])
+        return out
 
 
 def _stats(values: list[float], prefix: str) -> dict[str, float | None]:

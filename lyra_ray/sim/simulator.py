@@ -113,7 +113,8 @@ class Simulator:
             rt.apply(decision.actions)
             next_wakeup = decision.next_wakeup
             if decision.actions or any(not isinstance(e, _QUIET) for e in events):
-                recorder.record(t, core)  # else the usage sample would repeat the last one
+                # else the usage sample would repeat the last one
+                recorder.record(t, core, decision.actions)
             done += sum(1 for e in events if isinstance(e, m.JobCompleted))
             steps += 1
             if progress is not None and steps % 256 == 0:
@@ -125,6 +126,7 @@ class Simulator:
         end = max((r["finish_s"] or 0.0) for r in records) if records else 0.0
         summary.update(recorder.usage(max(end, rt.now)))
         summary["reclaims"] = core.reclaims
+        summary["metrics"] = recorder.metric_summary(max(end, rt.now))
         summary["core_steps"] = steps
         wall = time.perf_counter() - wall0
         summary["wall_s"] = wall

@@ -220,3 +220,26 @@ def test_simulate_rejects_demand_above_the_pool(
     rc = main(["simulate", "--trace", str(trace), "--cluster", "v100=8", "--quiet", *args])
     assert rc == 2
     assert "'servers'" in capsys.readouterr().err
+
+
+def test_the_report_counts_in_the_live_metrics_names() -> None:
+    """The simulator's ``metrics`` use the live exporter's names and count alike: each
+    action counter equals the report's own figure, and the uses of a pool partition it."""
+    s = _run("lyra", DEMAND)
+    mx = s["metrics"]
+    assert isinstance(mx, dict)
+    assert mx["lyra_preemptions_total"] == s["preemptions"]
+    assert mx["lyra_resizes_total"] == s["resizes"]
+    assert mx["lyra_reclaims_total"] == s["reclaims"] > 0
+    # every server starts lent or serving; each later lend follows a reclaim of it
+    assert mx["lyra_lends_total"] >= mx["lyra_reclaims_total"]
+    assert mx["lyra_launches_total"] >= s["completed_jobs"]
+    train = ["lyra_gpus{pool=training,use=training}", "lyra_gpus{pool=training,use=idle}"]
+    assert sum(mx[k]["mean"] for k in train) == pytest.approx(8.0)  # 2 x 4 V100s
+    infer = [f"lyra_gpus{{pool=inference,use={u}}}" for u in ("serving", "lent", "idle")]
+    assert sum(mx[k]["mean"] for k in infer) == pytest.approx(6.0)  # 6 x 1 T4
+    assert 0 < mx["lyra_gpus{pool=inference,use=lent}"]["mean"] <= 6.0
+    from lyra_ray.telemetry.catalogue import metric
+
+    for key in mx:
+        metric(key.split("{")[0])  # every name is a real lyra metric

@@ -7,6 +7,7 @@ PURE_PACKAGES = [
     "lyra_ray.model",
     "lyra_ray.scheduling",
     "lyra_ray.sim",
+    "lyra_ray.telemetry",
     "lyra_ray.network",
     "policies",
     "placement",
