@@ -18,7 +18,13 @@ from lyra_ray.model.errors import InputError
 
 # Command groups that register themselves on the parser; a group whose optional
 # dependencies are missing is skipped rather than breaking every other command.
-_GROUPS = ("lyra_ray.cli.sim", "lyra_ray.cli.live", "lyra_ray.cli.serve", "moe_serving.cli")
+_GROUPS = (
+    "lyra_ray.cli.sim",
+    "lyra_ray.cli.live",
+    "lyra_ray.cli.serve",
+    "lyra_ray.cli.dashboard",
+    "moe_serving.cli",
+)
 
 
 def build_parser() -> argparse.ArgumentParser:
