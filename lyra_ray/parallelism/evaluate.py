@@ -86,7 +86,7 @@ def evaluate(
     )
     sizes: Sequence[int] | None
     if how == "even":
-        sizes = partition.even_split(n_layers, k)
+        sizes = partition.even_split(n_layers, k, model.ends_attached)
     else:
         sizes = partition.balanced_split(inputs, k)
     if sizes is None:

@@ -84,6 +84,9 @@ class ModelSpec:
     tp_divides: tuple[int, ...] = ()
     seq_len: int | None = None
     hidden: int | None = None
+    ends_attached: bool = False
+    """The first and last layers are an embedding and an output head, which Megatron-LM's
+    even split adds to the first and last stages rather than counting as layers."""
     meta: dict[str, float] = field(default_factory=dict)
 
     def __post_init__(self) -> None:

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from itertools import accumulate
 
 
-def even_split(n_layers: int, k: int, ends_attached: bool = True) -> tuple[int, ...]:
+def even_split(n_layers: int, k: int, ends_attached: bool = False) -> tuple[int, ...]:
     """``k`` stage sizes covering ``n_layers`` layers as evenly as counts allow.
 
     With ``ends_attached`` the first and last layers (embedding, output head) are added
@@ -139,7 +139,7 @@ def balanced_split(s: StageInputs, k: int, rel_tol: float = 1e-3) -> tuple[int, 
     if k < 1 or n < k:
         raise ValueError(f"cannot split {n} layers into {k} non-empty stages")
     c = _Costs(s)
-    best = even_split(n, k)
+    best = even_split(n, k)  # a first guess; any split that fits bounds the search
     if not stages_fit(s, best):
         hi = c.t[n] + 2 * sum(max(s.out) * x for x in s.link) + 1e-12
         first = _greedy(c, n, k, hi)

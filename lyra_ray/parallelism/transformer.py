@@ -98,6 +98,7 @@ def transformer_layers(tf: Transformer, name: str = "transformer") -> ModelSpec:
         tp_divides=(tf.heads, tf.hidden),
         seq_len=tf.seq_len,
         hidden=tf.hidden,
+        ends_attached=True,
         meta={"layers": tf.layers, "heads": tf.heads, "vocab": tf.vocab},
     )
 
