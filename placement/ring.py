@@ -129,13 +129,16 @@ class RingPlacer:
                 free[n] -= g
             if j not in fresh:
                 loads.add([n for n, _ in a.nodes])
+        by_type: dict[str, list[NodeId]] = {}
+        for n in free:
+            by_type.setdefault(node_type[n], []).append(n)
         for j in fresh:
             a = placed[j]
             for n, g in a.nodes:
                 free[n] += g
             current = [n for n, _ in a.nodes]
             now: Choice = (loads.bottleneck(current), -len(current), list(a.nodes))
-            pool = {n: f for n, f in free.items() if node_type.get(n) == a.gpu_type}
+            pool = {n: free[n] for n in by_type.get(a.gpu_type, ()) if free[n] > 0}
             best = embed(a.workers, pool, loads)
             choice = now if best is None or best[:2] <= now[:2] else best
             if choice is not now:

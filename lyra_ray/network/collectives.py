@@ -28,7 +28,7 @@ class Labels:
     coflow: str = ""
     echelon: str = ""
     offset: float = 0.0
-    cls: int = 0
+    cls: int = 1
     weight: float = 1.0
 
 

@@ -8,7 +8,7 @@ in the step time, not only in flow completion times.
 Each flow carries the labels the schedulers group by: its Coflow (the unit Varys
 schedules: flows that should finish together), its EchelonFlow and arrangement offset
 (its ideal finish time is the EchelonFlow's reference time plus ``offset``), a traffic
-class (Lina: 0 = all-to-all ahead of 1 = all-reduce) and the collective op it was
+class (Lina: 0 = all-to-all, ahead of any other class) and the collective op it was
 launched with (Lina holds back whole ops, never parts of one).
 """
 
@@ -34,7 +34,7 @@ class Flow:
     coflow: str = ""
     echelon: str = ""
     offset: float = 0.0
-    cls: int = 0
+    cls: int = 1
     op: str = ""
     weight: float = 1.0
     """Connections this flow stands for: fair sharing gives it ``weight`` shares."""

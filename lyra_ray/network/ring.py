@@ -18,6 +18,7 @@ part of each step.
 
 from __future__ import annotations
 
+import weakref
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
@@ -34,15 +35,27 @@ def ring_order(servers: Sequence[str], topo: Topology) -> list[str]:
     return sorted(set(servers), key=lambda s: (topo.rack_of[topo.server(s)], topo.server(s)))
 
 
+_RINGS: weakref.WeakKeyDictionary[Topology, dict[frozenset[str], dict[int, int]]] = (
+    weakref.WeakKeyDictionary()
+)
+"""Each topology's rings already worked out: placement and the simulator ask for the
+same few server sets again and again (paths are fixed, so the answer never changes)."""
+
+
 def ring_links(servers: Sequence[str], topo: Topology) -> dict[int, int]:
-    """Link -> how many ring edges cross it; empty for a ring inside one server."""
-    ring = ring_order(servers, topo)
-    out: dict[int, int] = {}
-    if len(ring) < 2:
-        return out
-    for a, b in zip(ring, ring[1:] + ring[:1], strict=True):
-        for link in topo.path(a, b):
-            out[link] = out.get(link, 0) + 1
+    """Link -> how many ring edges cross it; empty for a ring inside one server.
+    The returned mapping is shared: do not modify it."""
+    cache = _RINGS.setdefault(topo, {})
+    key = frozenset(servers)
+    out = cache.get(key)
+    if out is None:
+        out = {}
+        ring = ring_order(servers, topo)
+        if len(ring) > 1:
+            for a, b in zip(ring, ring[1:] + ring[:1], strict=True):
+                for link in topo.path(a, b):
+                    out[link] = out.get(link, 0) + 1
+        cache[key] = out
     return out
 
 
@@ -86,26 +99,38 @@ class RingCommModel:
     def __init__(self, topology: Topology, nbytes: Mapping[str, float] | None = None) -> None:
         self.topology = topology
         self.nbytes = nbytes
+        self._last: tuple[tuple[tuple[JobId, tuple[str, ...]], ...], list[float]] | None = None
+        """The rings of the last call and their rates: most calls re-rate the same rings."""
 
     def rates(self, runs: Mapping[JobId, tuple[JobSpec, Assignment, float]]) -> dict[JobId, float]:
         out = {j: base for j, (_, _, base) in runs.items()}
-        topo = self.topology
-        spread: list[JobId] = []
-        links: list[dict[int, int]] = []
-        for j, (_, a, base) in runs.items():
-            servers = [n for n, _ in a.nodes]
-            if base > 0 and len(servers) > 1 and all(s in topo.index for s in servers):
-                spread.append(j)
-                links.append(ring_links(servers, topo))
-        if not spread:
+        index = self.topology.index
+        key = tuple(
+            (j, servers)
+            for j, (_, a, base) in runs.items()
+            if base > 0
+            and len(servers := tuple(n for n, _ in a.nodes)) > 1
+            and all(s in index for s in servers)
+        )
+        if not key:
             return out
-        incidence = np.zeros((topo.num_links, len(spread)))
-        for col, ls in enumerate(links):
-            for link, k in ls.items():
-                incidence[link, col] = k
-        bw = max_min(incidence, topo.capacity)
-        for col, j in enumerate(spread):
+        if self._last is not None and self._last[0] == key:
+            bw = self._last[1]
+        else:
+            bw = self._share([ring_links(servers, self.topology) for _, servers in key])
+            self._last = (key, bw)
+        for (j, _), rate in zip(key, bw, strict=True):
             spec, a, base = runs[j]
-            comm = ring_seconds(a.workers, gradient_bytes(spec, self.nbytes), float(bw[col]))
+            comm = ring_seconds(a.workers, gradient_bytes(spec, self.nbytes), rate)
             out[j] = 1.0 / (1.0 / base + comm)
         return out
+
+    def _share(self, rings: list[dict[int, int]]) -> list[float]:
+        """Max-min rates of whole rings over the links some ring uses."""
+        used = sorted({link for ring in rings for link in ring})
+        row = {link: i for i, link in enumerate(used)}
+        incidence = np.zeros((len(used), len(rings)))
+        for col, ring in enumerate(rings):
+            for link, k in ring.items():
+                incidence[row[link], col] = k
+        return [float(x) for x in max_min(incidence, self.topology.capacity[used])]

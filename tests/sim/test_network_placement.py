@@ -1,8 +1,13 @@
 """Communication-aware placement in the trace simulator: a job's rate depends on its
 ring all-reduce through an oversubscribed fabric, so placement shows up in JCT."""
 
+import json
 from collections.abc import Mapping
+from pathlib import Path
 
+import pytest
+
+from lyra_ray.cli import main
 from lyra_ray.model import Assignment, ClusterSnapshot, JobId, JobSpec, NodeId, ThroughputModel
 from lyra_ray.model.spec import parse_cluster
 from lyra_ray.network.config import NetworkSpec, topology_for
@@ -85,3 +90,19 @@ def test_free_communication_ignores_placement() -> None:
     (a, _), (b, _) = run("consolidate", network=False), run("ring", network=False)
     assert [r["jct_s"] for r in a.jobs] == [r["jct_s"] for r in b.jobs]
     assert run("ring")[0].jobs == run("ring")[0].jobs
+
+
+def test_cli_chooses_the_placer_and_network_by_flag(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    demo = Path(__file__).resolve().parents[2] / "lyra_ray" / "data" / "demo_jobs.yaml"
+    base = ["simulate", "--trace", str(demo), "--cluster", "v100=8,p100=8,k80=16", "--quiet"]
+    net = ["--network", "servers_per_rack=2,nic_gbps=10,oversubscription=4"]
+    out = tmp_path / "r.json"
+    assert main([*base, *net, "--placer", "ring", "--json", str(out)]) == 0
+    report = json.loads(out.read_text())
+    assert report["meta"]["placer"] == "ring" and report["completed_jobs"] == 40
+    assert main([*base, "--placer", "ring"]) == 2  # ring needs a topology
+    assert "--placer" in capsys.readouterr().err
+    assert main([*base, "--network", "racks=2"]) == 2
+    assert "--network" in capsys.readouterr().err
