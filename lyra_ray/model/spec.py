@@ -40,6 +40,9 @@ class _JobInput(BaseModel):
     slo_s: float | None = Field(default=None, gt=0)
     entrypoint: str | None = None
     config: dict[str, Any] = Field(default_factory=dict)
+    model: Any = None
+    """A model description (name or mapping, :mod:`lyra_ray.parallelism.inputs`); its
+    throughput per GPU type and size then comes from the parallelism planner."""
 
     @field_validator("throughput")
     @classmethod
@@ -68,8 +71,13 @@ class _JobInput(BaseModel):
         hi = self.workers or self.max_workers or lo
         if lo > hi:
             raise ValueError(f"min_workers ({lo}) > max_workers ({hi})")
-        if self.job_type is None and self.throughput is None:
-            raise ValueError("give 'throughput' (steps/s per worker per GPU type) or 'job_type'")
+        given = [k for k in ("throughput", "job_type", "model") if getattr(self, k) is not None]
+        if not given:
+            raise ValueError(
+                "give 'throughput' (steps/s per worker per GPU type), 'job_type' or 'model'"
+            )
+        if "model" in given and len(given) > 1:
+            raise ValueError(f"give 'model' or {given[0]!r}, not both: the planner sets throughput")
         return self
 
 
@@ -117,6 +125,9 @@ def parse_job_spec(
         )
     lo = j.workers or j.min_workers or 1
     hi = j.workers or j.max_workers or lo
+    by_size, config = None, dict(j.config)
+    if j.model is not None:
+        by_size, config = _planned(j.model, config, lo, hi, source, known_gpu_types)
     return JobSpec(
         name=j.name,
         total_steps=j.total_steps,
@@ -130,8 +141,44 @@ def parse_job_spec(
         slo_s=j.slo_s,
         arrival_s=j.arrival_s,
         entrypoint=j.entrypoint,
-        config=dict(j.config),
+        config=config,
+        throughput_by_size=by_size,
     )
+
+
+def _planned(
+    raw: Any,
+    config: dict[str, Any],
+    lo: int,
+    hi: int,
+    source: str,
+    known_gpu_types: Iterable[str] | None,
+) -> tuple[dict[str, dict[int, float]], dict[str, Any]]:
+    """A model job's steps/s per GPU type and size, and its config with the model kept."""
+    from lyra_ray.parallelism import jobs
+    from lyra_ray.parallelism.hardware import CATALOGUE
+    from lyra_ray.parallelism.inputs import parse_model
+
+    try:
+        model = parse_model(raw, "model")
+    except InputError as e:
+        field, _, msg = str(e).partition(": ")
+        raise InputError(f"{source}: field '{field}': {msg}") from None
+    if jobs.CONFIG_KEY in config:
+        raise InputError(f"{source}: field 'config.{jobs.CONFIG_KEY}': set by lyra for a model")
+    if hi - lo + 1 > jobs.MAX_SIZES:
+        raise InputError(
+            f"{source}: field 'max_workers': a job with a model may span at most "
+            f"{jobs.MAX_SIZES} worker counts, got {lo}..{hi}"
+        )
+    types = sorted({g.lower() for g in known_gpu_types} if known_gpu_types else CATALOGUE)
+    table = jobs.throughput_table(model, types, range(lo, hi + 1))
+    if not table:
+        raise InputError(
+            f"{source}: field 'model': {model.model.name} does not fit on {lo}..{hi} GPUs "
+            f"of any type the planner knows in {types} (known: {sorted(CATALOGUE)})"
+        )
+    return table, jobs.job_config(config, model)
 
 
 def parse_job_list(text: str, source: str, **known: Any) -> list[JobSpec]:

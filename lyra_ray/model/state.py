@@ -143,6 +143,10 @@ def spec_to_dict(spec: JobSpec) -> dict[str, Any]:
 
 
 def spec_from_dict(d: dict[str, Any]) -> JobSpec:
+    by_size = d.get("throughput_by_size")
+    if by_size is not None:  # JSON turned the worker counts into strings
+        rows = {g: {int(n): float(v) for n, v in row.items()} for g, row in by_size.items()}
+        d = {**d, "throughput_by_size": rows}
     return JobSpec(**d)
 
 

@@ -47,6 +47,8 @@ class CatalogueThroughputs(ThroughputModel):
 
     def throughput(self, spec: JobSpec, gpu_type: GpuType, workers: int) -> float:
         if spec.job_type is None:
+            if spec.throughput_by_size is not None:  # planned from the job's model
+                return spec.throughput_by_size.get(gpu_type, {}).get(workers, 0.0)
             if spec.throughput is None:
                 return 0.0
             return spec.throughput.get(gpu_type, 0.0) * scaling.speedup(spec.scaling, workers)

@@ -38,7 +38,9 @@ class JobSpec:
 
     ``throughput`` is steps/s *per worker* on each GPU type (scaled by ``scaling``);
     ``job_type`` instead names an entry of the throughput catalogue (Gavel's measured
-    steps/s per job type, scale factor and GPU type). At least one of them is set.
+    steps/s per job type, scale factor and GPU type); ``throughput_by_size`` gives the
+    whole job's steps/s per GPU type and worker count (from the parallelism planner,
+    for a job that describes its model). At least one of them is set.
     """
 
     name: str
@@ -54,6 +56,7 @@ class JobSpec:
     arrival_s: float = 0.0
     entrypoint: str | None = None
     config: Mapping[str, object] = field(default_factory=dict)
+    throughput_by_size: Mapping[GpuType, Mapping[int, float]] | None = None
 
     @property
     def elastic(self) -> bool:
@@ -173,6 +176,8 @@ class ThroughputModel:
     """
 
     def throughput(self, spec: JobSpec, gpu_type: GpuType, workers: int) -> float:
+        if spec.throughput_by_size is not None:
+            return spec.throughput_by_size.get(gpu_type, {}).get(workers, 0.0)
         if spec.throughput is None:
             return 0.0
         per_worker = spec.throughput.get(gpu_type, 0.0)

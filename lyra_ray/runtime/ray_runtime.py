@@ -26,6 +26,7 @@ import ray
 
 from lyra_ray import model as m
 from lyra_ray.model.state import assignment_from_dict, assignment_to_dict
+from lyra_ray.parallelism.jobs import run_config
 from lyra_ray.runtime import runs
 from lyra_ray.runtime.control import get_or_create_control
 from lyra_ray.runtime.inventory import Inventory
@@ -172,7 +173,7 @@ class RayRuntime:
             generation=gen,
             entrypoint=spec.entrypoint,
             total_steps=int(spec.total_steps),
-            config=dict(spec.config),
+            config=run_config(spec.config, a.gpu_type, a.workers),
             workers=a.workers,
             label_selectors=runs.worker_selectors(label, a.nodes, a.workers),
             storage_path=self.storage_path,

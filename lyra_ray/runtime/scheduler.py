@@ -206,7 +206,8 @@ class GlobalScheduler:
             raise InputError(
                 f"{source}: field 'entrypoint': cannot import {spec.entrypoint!r}: {e}"
             ) from None
-        usable = {g: n for g, n in gpus.items() if self.throughputs.throughput(spec, g, 1) > 0}
+        need = spec.min_workers  # a planned model may not fit on fewer GPUs than it asks for
+        usable = {g: n for g, n in gpus.items() if self.throughputs.throughput(spec, g, need) > 0}
         biggest = max(usable.values(), default=0)
         if spec.min_workers > biggest:
             field = "workers" if not spec.elastic else "min_workers"

@@ -9,6 +9,7 @@ PURE_PACKAGES = [
     "lyra_ray.sim",
     "lyra_ray.telemetry",
     "lyra_ray.network",
+    "lyra_ray.parallelism",
     "policies",
     "placement",
 ]
