@@ -15,8 +15,9 @@ view (:class:`~lyra_ray.network.ring.RingLoads`): candidate bottlenecks are the 
 of the servers' NICs and of the racks' spine links; for each candidate ``b``, from the
 highest down, the servers whose NIC share is ``>= b`` either hold the gang within one
 rack (no spine link used) or, in racks whose spine share is ``>= b``, across racks. The
-first ``b`` that fits is the maximum; among the sets achieving it, the fewest servers
-(then racks) win. One server that fits the whole gang beats any ring. A gang moves only
+first ``b`` that fits is the maximum. At that ``b`` one rack is preferred (fewest
+servers, largest free first); across racks, the racks with the most free GPUs go first.
+One server that fits the whole gang beats any ring. A gang moves only
 if that strictly beats the consolidating choice.
 """
 

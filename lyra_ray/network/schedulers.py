@@ -119,7 +119,7 @@ class EchelonScheduler:
                 view.incidence[:, idx], view.capacity, view.remaining[idx], offsets[idx]
             )
             ref = view.now + tau
-            if self.use_offsets:
+            if self.use_offsets and self.group == "echelon":
                 ref = max(ref, view.echelon_ref.get(g, -np.inf))
             deadline[idx] = ref + offsets[idx]
         return groups, deadline
