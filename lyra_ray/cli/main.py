@@ -23,6 +23,7 @@ _GROUPS = (
     "lyra_ray.cli.live",
     "lyra_ray.cli.serve",
     "lyra_ray.cli.dashboard",
+    "lyra_ray.cli.plan",
     "moe_serving.cli",
 )
 

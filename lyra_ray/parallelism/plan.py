@@ -105,7 +105,7 @@ class Plan:
             "recompute": self.recompute,
             "stages": list(self.stages),
             "iteration_s": self.iteration_s,
-            "memory_gb_per_gpu": self.memory_bytes / 1e9,
+            "memory_gb_per_gpu": self.memory_bytes / 2**30,  # GiB: an "80 GB" A100 has 80
             "bubble": self.bubble,
             "tflops_per_gpu": self.tflops_per_gpu,
             "samples_per_s": self.samples_per_s,

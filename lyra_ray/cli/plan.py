@@ -1,0 +1,146 @@
+"""``lyra plan``: the best ways to train a large model on a number of GPUs of one type.
+
+Prints the top plans (tensor, pipeline and data parallel degrees, microbatch size,
+schedule, recomputation) with their predicted iteration time, memory per GPU, pipeline
+bubble and achieved teraFLOP/s per GPU; ``--json`` writes them for a script.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+import yaml
+from rich import box
+from rich.console import Console
+from rich.table import Table
+
+from lyra_ray.model.errors import InputError
+from lyra_ray.parallelism import CATALOGUE, Plan, PlanOptions, plan
+from lyra_ray.parallelism.inputs import MAX_BATCH, ModelInput, parse_model
+from lyra_ray.parallelism.transformer import ZOO
+
+JSON_KEYS = (
+    "t",
+    "p",
+    "d",
+    "microbatch",
+    "schedule",
+    "iteration_s",
+    "memory_gb_per_gpu",
+    "bubble",
+    "tflops_per_gpu",
+)
+MAX_GPUS = 1_000_000
+
+
+def register(sub: Any) -> None:
+    p = sub.add_parser("plan", help="plan tensor/pipeline/data parallelism", description=__doc__)
+    p.add_argument(
+        "--model",
+        required=True,
+        help=f"a model name ({', '.join(sorted(ZOO))}) or a YAML/JSON file describing one",
+    )
+    p.add_argument("--gpus", required=True, help="GPU type and count, e.g. a100=96")
+    p.add_argument("--batch", required=True, help="global batch size in sequences")
+    p.add_argument("--top", default="5", help="how many plans to show (default 5)")
+    p.add_argument("--gpus-per-server", help="GPUs per server (default: the type's usual)")
+    p.add_argument(
+        "--recompute", default="auto", help="activation recomputation: auto, always or never"
+    )
+    p.add_argument("--json", dest="json_out", help="write the plans to this JSON file")
+    p.set_defaults(func=run_plan)
+
+
+def _int(raw: str, flag: str, lo: int, hi: int) -> int:
+    if not re.fullmatch(r"\s*\d+\s*", raw or ""):
+        raise InputError(f"{flag}: must be a whole number, got {raw!r}")
+    v = int(raw)
+    if not lo <= v <= hi:
+        raise InputError(f"{flag}: must be between {lo} and {hi}, got {v}")
+    return v
+
+
+def _gpus(raw: str) -> tuple[str, int]:
+    m = re.fullmatch(r"\s*([A-Za-z][\w-]*)\s*=\s*(\S+)\s*", raw)
+    if not m:
+        raise InputError(f"--gpus: expected TYPE=COUNT (e.g. a100=96), got {raw!r}")
+    gpu = m.group(1).lower()
+    if gpu not in CATALOGUE:
+        raise InputError(f"--gpus: unknown GPU type {gpu!r}; known: {sorted(CATALOGUE)}")
+    return gpu, _int(m.group(2), "--gpus", 1, MAX_GPUS)
+
+
+def _model(raw: str, batch: int) -> ModelInput:
+    if raw.lower() in ZOO:
+        return parse_model(raw.lower(), "--model", batch=batch)
+    path = Path(raw)
+    if not path.is_file():
+        raise InputError(f"--model: {raw!r} is neither a known model ({sorted(ZOO)}) nor a file")
+    try:
+        doc = yaml.safe_load(path.read_text())  # YAML reads JSON too
+    except (OSError, yaml.YAMLError) as e:
+        raise InputError(f"--model: cannot read {raw}: {e}") from None
+    return parse_model(doc, "--model", batch=batch)
+
+
+def _schedule(p: Plan) -> str:
+    return {"gpipe": "GPipe", "1f1b": "1F1B"}.get(p.schedule, f"interl.x{p.chunks}")
+
+
+def table(plans: list[Plan], title: str) -> Table:
+    # No vertical rules: eleven columns then fit in 80 characters.
+    t = Table(
+        title=title, title_justify="left", box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False
+    )
+    for name in ("#", "t", "p", "d", "mb", "schedule", "recomp", "iter s", "GiB/GPU", "bubble"):
+        t.add_column(name, justify="left" if name == "schedule" else "right", no_wrap=True)
+    t.add_column("TFLOP/s", justify="right", no_wrap=True)
+    for i, p in enumerate(plans, 1):
+        t.add_row(
+            str(i),
+            str(p.t),
+            str(p.p),
+            str(p.d),
+            str(p.microbatch),
+            _schedule(p),
+            "yes" if p.recompute else "no",
+            f"{p.iteration_s:.3g}",
+            f"{p.memory_bytes / 2**30:.1f}",
+            f"{p.bubble:.1%}",
+            f"{p.tflops_per_gpu:.0f}",
+        )
+    return t
+
+
+def run_plan(args: Any) -> int:
+    batch = _int(args.batch, "--batch", 1, MAX_BATCH)
+    gpu_name, count = _gpus(args.gpus)
+    top = _int(args.top, "--top", 1, 50)
+    if args.recompute not in ("auto", "always", "never"):
+        raise InputError(f"--recompute: must be auto, always or never, got {args.recompute!r}")
+    model = _model(args.model, batch)
+    gpu = CATALOGUE[gpu_name]
+    if args.gpus_per_server is not None:
+        gpu = gpu.with_servers_of(_int(args.gpus_per_server, "--gpus-per-server", 1, 4096))
+    out = Path(args.json_out) if args.json_out else None
+    if out is not None and not out.parent.is_dir():
+        raise InputError(f"--json: directory {str(out.parent)!r} does not exist")
+    options = PlanOptions(top_k=top, recompute=args.recompute)
+    plans = plan(model.model, gpu, count, batch, options)
+    if out is not None:
+        rows = [{k: p.to_dict()[k] for k in JSON_KEYS} | p.to_dict() for p in plans]
+        try:
+            out.write_text(json.dumps(rows, indent=1) + "\n")
+        except OSError as e:
+            raise InputError(f"--json: cannot write {out}: {e.strerror}") from None
+    console = Console(width=min(Console().width, 100))
+    name = model.model.name
+    if not plans:
+        console.print(f"{name} does not fit on {count} {gpu_name} GPUs with batch {batch}")
+        return 1
+    title = f"{name} ({model.model.params / 1e9:.1f}B) on {count} {gpu_name}, batch {batch}"
+    console.print(table(plans, title))
+    return 0
