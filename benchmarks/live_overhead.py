@@ -1,11 +1,13 @@
-"""Live scheduling overhead: cycle latency with 500 queued jobs, preempt -> resume gap.
+"""Live scheduling overhead: cycle latency (metrics on / off), preempt -> resume gap.
 
 Phase 1 (latency). A real local cluster with one 1-GPU K80 node; one long job holds
 the GPU, 500 jobs queue behind it under FIFO, then ``--probe`` more jobs arrive one at a
 time. Each arrival makes the scheduler decide over ~500 queued jobs; we record the full
 cycle (inbox + poll + core.step + SQLite persist + apply) and the core.step alone. The
 baseline, side by side, is the pure core stepping the same 500 jobs with no Ray at all:
-the ratio live/pure is what the live machinery adds.
+the ratio live/pure is what the live machinery adds. The probes turn the scheduler's
+metric export (docs/observability.md) off and on in turn, so the cycles with and without
+it are measured side by side; ``metrics_export_*`` is the export's own time per cycle.
 
 Phase 2 (gap). Gavel's max-min fairness time-shares two 1-worker jobs on that GPU with a
 short round; every preemption is timed from the stop request to the next run's start.
@@ -74,13 +76,12 @@ def pure_baseline(queued: int, probe: int) -> list[float]:
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--queued", type=int, default=500)
-    ap.add_argument("--probe", type=int, default=40)
+    ap.add_argument("--probe", type=int, default=60)
     ap.add_argument("--round-s", type=float, default=20.0)
     ap.add_argument("--gap-timeout", type=float, default=420.0)
     ap.add_argument("--out", default=str(ROOT / "benchmarks" / "results" / "live_overhead.json"))
     args = ap.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s")
-
 
     from lyra_ray.runtime.scheduler import start_scheduler
     from lyra_ray.sdk import Client
@@ -102,12 +103,18 @@ def main(argv: list[str] | None = None) -> int:
         time.sleep(3.0)
         before = len(c.call("stats")["cycle_s"])
         for i in range(args.probe):
+            # metrics export on and off in turn: side by side, under the same drift
+            c.call("set_metrics_export", i % 2 == 0)
             c.submit(job(f"probe-{i}", 10, 0.0))
             time.sleep(0.6)  # one arrival per cycle
+        c.call("set_metrics_export", True)
         time.sleep(2.0)
         cycles = [x for x in c.call("stats")["cycle_s"][before:] if x["jobs"] >= args.queued]
         live_cycle = [x["cycle_s"] for x in cycles]
         live_step = [x["step_s"] for x in cycles]
+        with_metrics = [x["cycle_s"] for x in cycles if x["metrics"]]
+        without = [x["cycle_s"] for x in cycles if not x["metrics"]]
+        export = [x["metrics_s"] for x in cycles if x["metrics"]]
         pure = pure_baseline(args.queued, args.probe)
         log.info("phase 1: %d cycles measured", len(cycles))
         c.cancel(holder)
@@ -151,6 +158,15 @@ def main(argv: list[str] | None = None) -> int:
         "ratio_live_cycle_to_pure_step_p50": (
             pct(live_cycle, 50) / pct(pure, 50) if pure and live_cycle else None
         ),
+        "cycle_with_metrics_p50_s": pct(with_metrics, 50),
+        "cycle_with_metrics_p99_s": pct(with_metrics, 99),
+        "cycle_without_metrics_p50_s": pct(without, 50),
+        "cycle_without_metrics_p99_s": pct(without, 99),
+        "ratio_with_over_without_metrics_p50": (
+            pct(with_metrics, 50) / pct(without, 50) if with_metrics and without else None
+        ),
+        "metrics_export_p50_s": pct(export, 50),
+        "metrics_export_p99_s": pct(export, 99),
         "preempt_resume_gap_s": gaps,
         "gap_mean_s": statistics.fmean(gaps) if gaps else None,
         "gap_max_s": max(gaps) if gaps else None,

@@ -95,7 +95,7 @@ def _push(args: argparse.Namespace) -> int:
 
     from grafana_client.api import GrafanaApi
     from grafana_client.client import GrafanaException, TokenAuth
-    from niquests.exceptions import RequestException
+    from requests.exceptions import RequestException
 
     from lyra_ray.telemetry.dashboard import build_dashboard
 

@@ -59,6 +59,8 @@ class SchedulerMetrics:
         for d in defs:
             if d.kind == "counter" and not d.labels:
                 _zero(self.m[d.name])
+        self.enabled = True
+        """Off: the scheduler skips :meth:`observe_cycle` (``set_metrics_export``)."""
         self.rates = StepRates()
         self._reclaims_seen = 0
         self._requests: dict[tuple[str, str], float] = {}
@@ -127,7 +129,8 @@ class SchedulerMetrics:
         self._reclaims_seen = n
 
     def observe_solve(self, policy: str, seconds: float) -> None:
-        self.m["lyra_policy_solve_seconds"].observe(seconds, tags={"policy": policy})
+        if self.enabled:
+            self.m["lyra_policy_solve_seconds"].observe(seconds, tags={"policy": policy})
 
 
 class TimedPolicy:

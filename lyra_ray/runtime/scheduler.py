@@ -153,14 +153,16 @@ class GlobalScheduler:
                 log.info("actions: %s", actions)
                 self.runtime.apply(actions)
                 self._save([])
-            if self.metrics is not None:
-                self.metrics.observe_cycle(
-                    self.core, actions, time.perf_counter() - c0, self.serving.metrics_view()
-                )
+            m0 = time.perf_counter()
+            exported = self.metrics is not None and self.metrics.enabled
+            if self.metrics is not None and self.metrics.enabled:
+                self.metrics.observe_cycle(self.core, actions, m0 - c0, self.serving.metrics_view())
             if events:  # a cycle that had something to decide
                 self.cycle_s.append(
                     {
                         "cycle_s": time.perf_counter() - c0,
+                        "metrics_s": time.perf_counter() - m0,
+                        "metrics": exported,
                         "step_s": step_s,
                         "events": len(events),
                         "jobs": len(self.core.active()),
@@ -363,6 +365,14 @@ class GlobalScheduler:
                 "cycles": self.core.cycles,
                 "restarts": self.restarts,
             }
+
+    def set_metrics_export(self, enabled: bool) -> bool:
+        """Turn metric export off or back on without a restart (policy solve times are
+        still timed); returns whether it is on. A scheduler started with
+        ``metrics: false`` has no metrics to turn on."""
+        if self.metrics is not None:
+            self.metrics.enabled = bool(enabled)
+        return self.metrics is not None and self.metrics.enabled
 
     def shutdown(self) -> None:
         self._stopped = True
