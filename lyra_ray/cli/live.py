@@ -11,6 +11,7 @@ import argparse
 import json
 import sys
 import time
+from pathlib import Path
 from typing import Any
 
 from lyra_ray.model.errors import InputError
@@ -252,6 +253,12 @@ def _up(args: argparse.Namespace) -> int:
         prometheus=args.prometheus,
     )
     print(f"cluster up: {info['address']}  dashboard: {info['dashboard']}")
+    if info.get("auth_mode") == "token" and info.get("dashboard"):
+        print(
+            "dashboard login: it asks for a token; paste what "
+            f"`{Path(sys.executable).with_name('ray')} get-auth-token` prints "
+            "(the token lives in ~/.ray/auth_token)"
+        )
     if info.get("prometheus"):
         print(f"prometheus: {info['prometheus']} (scrapes every node; lyra_* metrics)")
     print(f"export RAY_ADDRESS={info['address']}")

@@ -175,6 +175,11 @@ def _up(
         info["auth_mode"] = env["RAY_AUTH_MODE"] = os.environ["RAY_AUTH_MODE"]
         if info.get("prometheus"):  # the Ray dashboard's metrics views query it
             env["RAY_PROMETHEUS_HOST"] = info["prometheus"]
+        # Job drivers (`ray job submit -- lyra submit ...`) run under these nodes'
+        # environment: put this interpreter's scripts (`lyra`, `python`) first on PATH,
+        # so they work from a shell that never activated the venv.
+        bindir = str(Path(sys.executable).parent)
+        env["PATH"] = os.pathsep.join([bindir, *filter(None, [env.get("PATH")])])
         repo = str(Path(__file__).resolve().parents[2])
         env["PYTHONPATH"] = os.pathsep.join([repo, *filter(None, [env.get("PYTHONPATH")])])
         port, dash = _free_port(), int(os.environ.get("LYRA_DASHBOARD_PORT", _free_port()))
