@@ -87,7 +87,11 @@ METRICS: tuple[MetricDef, ...] = (
         "gauge",
         "Inference servers that serving needs now (the demand the policy sees).",
     ),
-    MetricDef("lyra_launches_total", "counter", "Training runs launched: first starts and restarts after a preemption."),
+    MetricDef(
+        "lyra_launches_total",
+        "counter",
+        "Training runs launched: first starts and restarts after a preemption.",
+    ),
     MetricDef("lyra_preemptions_total", "counter", "Jobs preempted (checkpoint, stop)."),
     MetricDef("lyra_resizes_total", "counter", "Elastic jobs resized (grow or shrink)."),
     MetricDef("lyra_lends_total", "counter", "Inference servers lent to training."),

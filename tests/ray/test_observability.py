@@ -53,10 +53,9 @@ def _has_data(p: Any, expr: str) -> bool:
 def test_every_dashboard_query_returns_data(
     observed: tuple[LiveCluster, Any], tmp_path: Any
 ) -> None:
-    from lyra_ray.telemetry.dashboard import build_dashboard, prometheus_queries
-
     from lyra_ray.runtime.scheduler import start_scheduler
     from lyra_ray.sdk import Client
+    from lyra_ray.telemetry.dashboard import build_dashboard, prometheus_queries
 
     live, p = observed
     start_scheduler(

@@ -82,7 +82,9 @@ def test_per_job_gauges_only_for_running_jobs() -> None:
     s = state_samples(core, steps_per_s={"rigid": 2.5})
     progress = _values(s, "lyra_job_progress_ratio")
     assert {dict(k)["job_id"] for k in progress} == {"rigid", "elastic"}
-    assert _values(s, "lyra_job_steps_per_second") == {(("job_id", "rigid"), ("name", "rigid")): 2.5}
+    assert _values(s, "lyra_job_steps_per_second") == {
+        (("job_id", "rigid"), ("name", "rigid")): 2.5
+    }
     fair = _values(s, "lyra_job_fair_share_ratio")
     # lyra sizes jobs in whole workers (share 1); rigid ran 12 of its 12 s
     assert fair[(("job_id", "rigid"), ("name", "rigid"))] == pytest.approx(1.0)
