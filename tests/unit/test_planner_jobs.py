@@ -4,10 +4,12 @@ size, the policies allocate by it, and the chosen plan reaches the run's config.
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 
 from lyra_ray import model as m
+from lyra_ray.cli.main import main
 from lyra_ray.model.errors import InputError
 from lyra_ray.model.spec import parse_job_list, parse_job_spec
 from lyra_ray.model.state import spec_from_dict, spec_to_dict
@@ -18,6 +20,7 @@ from lyra_ray.scheduling.core import SchedulerCore
 from policies.base import get_policy
 
 TYPES = ["a100", "v100"]
+EXAMPLE = Path(__file__).parents[2] / "jobs" / "examples" / "large-models.yaml"
 
 
 def model_job(name: str, model: object, **kw: object) -> m.JobSpec:
@@ -124,3 +127,14 @@ jobs:
         events = [m.JobCompleted(a.job_id, 100.0) for a in launched]
     assert placed["big"] == ["a100"]
     assert len(placed["small"]) == 1
+
+
+@pytest.mark.parametrize("policy", ["lyra", "max_min_fairness"])
+def test_the_example_model_jobs_simulate_to_completion(policy: str, tmp_path: Path) -> None:
+    out = tmp_path / "report.json"
+    cluster = ["--cluster", "a100=8,v100=16", "--gpus-per-node", "8"]
+    args = ["--trace", str(EXAMPLE), *cluster, "--policy", policy, "--json", str(out), "--quiet"]
+    rc = main(["simulate", *args])
+    assert rc == 0
+    report = json.loads(out.read_text())
+    assert report["completed_jobs"] == 3
