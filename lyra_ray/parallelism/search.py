@@ -21,6 +21,7 @@ from lyra_ray.parallelism.evaluate import LayerTimes, evaluate
 from lyra_ray.parallelism.hardware import GpuSpec
 from lyra_ray.parallelism.layers import ModelSpec
 from lyra_ray.parallelism.plan import Plan, PlanOptions
+from lyra_ray.parallelism.schedule import Schedule
 
 log = logging.getLogger(__name__)
 
@@ -82,46 +83,22 @@ def plan(
         if fits or not o.prune:
             todo.append((lb, shape))
     todo.sort()
-    kept: list[tuple[float, int, Plan]] = []  # max-heap on time via negation
+    kept: list[tuple[float, int, Plan]] = []  # a heap of the top_k, slowest first
     best_of: dict[tuple[int, int, int], Plan] = {}
     evaluated = 0
     for lb, (t, p, d) in todo:
         if o.prune and len(kept) >= o.top_k and lb >= -kept[0][0]:
             break
-        for b in _microbatches(global_batch // d, o, profile):
-            for sched in o.schedules:
-                for v in o.chunks if sched == "interleaved" else (1,):
-                    for rc in recomputes:
-                        if o.prune and _hopeless(
-                            times,
-                            t,
-                            p,
-                            b,
-                            v,
-                            rc,
-                            global_batch // (d * b),
-                            best_of.get((t, p, d)),
-                            kept,
-                            o,
-                        ):
-                            continue
-                        got = evaluate(
-                            model, gpu, times, global_batch, t, p, d, b, sched, v, rc,
-                            o.partition, c,
-                        )  # fmt: skip
-                        evaluated += 1
-                        if got is None:
-                            continue
-                        if o.distinct_shapes:
-                            old = best_of.get(got.shape)
-                            if old is not None and old.iteration_s <= got.iteration_s:
-                                continue
-                            best_of[got.shape] = got
-                            kept = [x for x in kept if x[2].shape != got.shape]
-                            heapq.heapify(kept)
-                        heapq.heappush(kept, (-got.iteration_s, evaluated, got))
-                        if len(kept) > o.top_k:
-                            heapq.heappop(kept)
+        for b, sched, v, rc in _configs(global_batch // d, o, profile, recomputes):
+            m = global_batch // (d * b)
+            if o.prune and _hopeless(times, t, p, b, v, rc, m, best_of.get((t, p, d)), kept, o):
+                continue
+            got = evaluate(
+                model, gpu, times, global_batch, t, p, d, b, sched, v, rc, o.partition, c
+            )
+            evaluated += 1
+            if got is not None:
+                kept = _keep(kept, best_of, got, evaluated, o)
     log.debug("planned %s on %d %s: %d configurations", model.name, n_gpus, gpu.name, evaluated)
     return [x[2] for x in sorted(kept, key=lambda x: (-x[0], x[1]))]
 
@@ -146,6 +123,38 @@ def _hopeless(
     if shape_best is not None and o.distinct_shapes:
         return bound >= shape_best.iteration_s
     return len(kept) >= o.top_k and bound >= -kept[0][0]
+
+
+def _configs(
+    per_replica: int, o: PlanOptions, profile: ProfiledTimes | None, recomputes: tuple[bool, ...]
+) -> Iterator[tuple[int, Schedule, int, bool]]:
+    """Every (microbatch, schedule, chunks, recompute) to try for one shape."""
+    for b in _microbatches(per_replica, o, profile):
+        for sched in o.schedules:
+            for v in o.chunks if sched == "interleaved" else (1,):
+                for rc in recomputes:
+                    yield b, sched, v, rc
+
+
+def _keep(
+    kept: list[tuple[float, int, Plan]],
+    best_of: dict[tuple[int, int, int], Plan],
+    got: Plan,
+    order: int,
+    o: PlanOptions,
+) -> list[tuple[float, int, Plan]]:
+    """Add ``got`` to the heap of the ``top_k`` best (one per shape if asked)."""
+    if o.distinct_shapes:
+        old = best_of.get(got.shape)
+        if old is not None and old.iteration_s <= got.iteration_s:
+            return kept
+        best_of[got.shape] = got
+        kept = [x for x in kept if x[2].shape != got.shape]
+        heapq.heapify(kept)
+    heapq.heappush(kept, (-got.iteration_s, order, got))
+    if len(kept) > o.top_k:
+        heapq.heappop(kept)
+    return kept
 
 
 def _microbatches(per_replica: int, o: PlanOptions, profile: ProfiledTimes | None) -> list[int]:
