@@ -34,7 +34,7 @@ def _server(rank: int, gpu: GpuSpec) -> int:
     return rank // gpu.gpus_per_server
 
 
-def boundary_links(gpu: GpuSpec, t: int, d: int, p: int, v: int, c: Constants) -> list[float]:
+def boundary_links(gpu: GpuSpec, t: int, d: int, p: int, v: int) -> list[float]:
     """Seconds per byte across each (virtual) stage boundary, per GPU."""
     links = []
     for j in range(p * v - 1):
@@ -72,7 +72,7 @@ def evaluate(
     lt = times.times(t, b, recompute)
     mem = memory.layer_memory(model, t, b, recompute, c)
     out = [b * layer.out_bytes for layer in model.layers]
-    links = boundary_links(gpu, t, d, p, v, c)
+    links = boundary_links(gpu, t, d, p, v)
     flights = [schedule.in_flight(sched, s % p, p, m, v) for s in range(k)]
     inputs = partition.StageInputs(
         time=lt,
