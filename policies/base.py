@@ -107,7 +107,12 @@ def get_policy(spec: str, **kwargs: Any) -> Policy:
             factory = getattr(importlib.import_module(mod_name), attr)
         except (ImportError, AttributeError) as e:
             raise PolicyError(f"policy {spec!r} cannot be loaded: {e}") from e
-        policy = factory(**kwargs)
+        if not callable(factory):
+            raise PolicyError(f"policy {spec!r} is not a class or factory")
+        try:
+            policy = factory(**kwargs)
+        except TypeError as e:  # `json:dumps` used to end in a traceback (found by fuzzing)
+            raise PolicyError(f"policy {spec!r} cannot be built: {e}") from None
     else:
         _load_builtins()
         if spec not in _REGISTRY:

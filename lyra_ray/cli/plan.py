@@ -12,12 +12,12 @@ import re
 from pathlib import Path
 from typing import Any
 
-import yaml
 from rich import box
 from rich.console import Console
 from rich.table import Table
 
 from lyra_ray.model.errors import InputError
+from lyra_ray.model.spec import read_text_input, safe_load_yaml
 from lyra_ray.parallelism import CATALOGUE, Plan, PlanOptions, plan
 from lyra_ray.parallelism.inputs import MAX_BATCH, ModelInput, parse_model
 from lyra_ray.parallelism.transformer import ZOO
@@ -55,7 +55,8 @@ def register(sub: Any) -> None:
 
 
 def _int(raw: str, flag: str, lo: int, hi: int) -> int:
-    if not re.fullmatch(r"\s*\d+\s*", raw or ""):
+    # ASCII digits, at most 12: int() refuses more than 4,300 digits with a ValueError
+    if not re.fullmatch(r"\s*[0-9]{1,12}\s*", raw or ""):
         raise InputError(f"{flag}: must be a whole number, got {raw!r}")
     v = int(raw)
     if not lo <= v <= hi:
@@ -79,10 +80,8 @@ def _model(raw: str, batch: int) -> ModelInput:
     path = Path(raw)
     if not path.is_file():
         raise InputError(f"--model: {raw!r} is neither a known model ({sorted(ZOO)}) nor a file")
-    try:
-        doc = yaml.safe_load(path.read_text())  # YAML reads JSON too
-    except (OSError, yaml.YAMLError) as e:
-        raise InputError(f"--model: cannot read {raw}: {e}") from None
+    # YAML reads JSON too; every failure (a binary file, a bad date) is an InputError
+    doc = safe_load_yaml(read_text_input(path, "--model file"), f"--model {raw}")
     return parse_model(doc, "--model", batch=batch)
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import math
 import os
 from collections.abc import Sequence
 from pathlib import Path
@@ -204,10 +205,15 @@ def run_simulate(args: argparse.Namespace) -> int:
     nodes = parse_cluster(args.cluster, args.gpus_per_node)
     inference = _inference_nodes(args)
     window = parse_window(args.jct_window)
-    if args.round_seconds <= 0:
-        raise InputError(f"--round-seconds: must be > 0, got {args.round_seconds}")
-    if args.resize_overhead < 0:
-        raise InputError(f"--resize-overhead: must be >= 0, got {args.resize_overhead}")
+    # (math.isfinite: nan passed `<= 0` and simulated nonsense; found by fuzzing)
+    if not math.isfinite(args.round_seconds) or args.round_seconds <= 0:
+        raise InputError(f"--round-seconds: must be a finite number > 0, got {args.round_seconds}")
+    if not math.isfinite(args.resize_overhead) or args.resize_overhead < 0:
+        raise InputError(
+            f"--resize-overhead: must be a finite number >= 0, got {args.resize_overhead}"
+        )
+    if args.max_jobs is not None and args.max_jobs < 0:
+        raise InputError(f"--max-jobs: must be >= 0, got {args.max_jobs}")
     specs, model = load_workload(args, nodes, inference)
     demand = _serving_demand(args, inference, specs)
     try:

@@ -7,6 +7,7 @@ this module turns its errors into one readable line each.
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Iterable, Mapping
 from pathlib import Path
@@ -24,7 +25,9 @@ SpecError = InputError
 class _JobInput(BaseModel):
     """The accepted shape of one job in a YAML list or an SDK dict."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    # allow_inf_nan=False: an infinite total_steps or throughput passed every range
+    # check and reached the core, which cannot finish (or int()) such a job.
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
 
     name: str = Field(min_length=1)
     total_steps: float = Field(gt=0)
@@ -63,6 +66,19 @@ class _JobInput(BaseModel):
             raise ValueError(f"must look like 'module:function', got {v!r}")
         return v
 
+    @field_validator("config")
+    @classmethod
+    def _json_config(cls, v: dict[str, Any]) -> dict[str, Any]:
+        """The config travels through the SQLite inbox and the run as JSON: a value JSON
+        cannot hold (a YAML date, a set) used to pass here and fail in the store."""
+        try:
+            json.dumps(v, allow_nan=False)
+        except (TypeError, ValueError, RecursionError) as e:
+            raise ValueError(
+                f"must be JSON data (strings, finite numbers, lists, maps): {e}"
+            ) from None
+        return v
+
     @model_validator(mode="after")
     def _sizes(self) -> _JobInput:
         if self.workers is not None and (self.min_workers or self.max_workers):
@@ -85,7 +101,9 @@ def _format_error(source: str, e: ValidationError) -> str:
     parts = []
     for err in e.errors():
         loc = ".".join(str(x) for x in err["loc"]) or "job"
-        msg = err["msg"].removeprefix("Value error, ")
+        if not loc.isprintable():  # a user's key holding a newline: keep the message one line
+            loc = loc.encode("unicode_escape").decode("ascii")
+        msg = " ".join(err["msg"].removeprefix("Value error, ").split())
         parts.append(f"{source}: field '{loc}': {msg}")
     return "; ".join(parts)
 
@@ -181,14 +199,44 @@ def _planned(
     return table, jobs.job_config(config, model)
 
 
-def parse_job_list(text: str, source: str, **known: Any) -> list[JobSpec]:
-    """Parse a YAML job list (``jobs: [...]``) or a single job mapping."""
+def safe_load_yaml(text: str, source: str) -> Any:
+    """``yaml.safe_load`` whose every failure is an InputError naming the source.
+
+    PyYAML raises more than ``YAMLError``: an impossible date (``2020-13-01``) is a
+    ``ValueError`` from ``datetime``, ``!!float`` with no value an ``IndexError``, deep
+    nesting a ``RecursionError``; all used to escape as tracebacks (found by
+    ``tests/unit/test_fuzz_inputs.py``). Parsing is all this does, so any exception
+    means the text is malformed.
+    """
     try:
-        doc = yaml.safe_load(text)
+        return yaml.safe_load(text)
     except yaml.YAMLError as e:
         mark = getattr(e, "problem_mark", None)
         where = f"line {mark.line + 1}: " if mark is not None else ""
-        raise InputError(f"{source}: {where}malformed YAML: {getattr(e, 'problem', e)}") from None
+        what = " ".join(str(getattr(e, "problem", None) or e).split())  # one line
+        raise InputError(f"{source}: {where}malformed YAML: {what}") from None
+    except RecursionError:
+        raise InputError(f"{source}: malformed YAML: nested too deeply") from None
+    except Exception as e:  # PyYAML's constructors: ValueError, IndexError ('!!float')...
+        what = " ".join(str(e).split())
+        raise InputError(f"{source}: malformed YAML: {type(e).__name__}: {what}") from None
+
+
+def read_text_input(path: str | Path, what: str) -> str:
+    """A user's text file, or an InputError (unreadable, or not UTF-8 text)."""
+    p = Path(path)
+    try:
+        return p.read_text()
+    except OSError as e:
+        raise InputError(f"{p}: cannot read {what}: {e.strerror}") from None
+    except UnicodeDecodeError as e:
+        raise InputError(f"{p}: cannot read {what}: not UTF-8 text ({e.reason})") from None
+
+
+def _job_entries(text: str, source: str, **known: Any) -> list[tuple[Any, JobSpec]]:
+    """Each job of a YAML job list (``jobs: [...]``) or single job mapping, as written
+    and as parsed; names must be unique."""
+    doc = safe_load_yaml(text, source)
     if isinstance(doc, Mapping) and "jobs" in doc:
         entries = doc["jobs"]
         if not isinstance(entries, list):
@@ -197,24 +245,36 @@ def parse_job_list(text: str, source: str, **known: Any) -> list[JobSpec]:
         entries = [doc]
     else:
         raise InputError(f"{source}: expected a mapping with a 'jobs' list")
-    specs = [parse_job_spec(e, f"{source}: jobs[{i}]", **known) for i, e in enumerate(entries)]
-    names = [s.name for s in specs]
+    out = [(e, parse_job_spec(e, f"{source}: jobs[{i}]", **known)) for i, e in enumerate(entries)]
+    names = [s.name for _, s in out]
     dup = sorted({n for n in names if names.count(n) > 1})
     if dup:
         raise InputError(f"{source}: field 'name': duplicate job name(s) {dup}")
-    return specs
+    return out
+
+
+def parse_job_list(text: str, source: str, **known: Any) -> list[JobSpec]:
+    """Parse a YAML job list (``jobs: [...]``) or a single job mapping."""
+    return [spec for _, spec in _job_entries(text, source, **known)]
 
 
 def load_job_file(path: str | Path, **known: Any) -> list[JobSpec]:
-    p = Path(path)
-    try:
-        text = p.read_text()
-    except OSError as e:
-        raise InputError(f"{p}: cannot read job file: {e.strerror}") from None
-    return parse_job_list(text, str(p), **known)
+    text = read_text_input(path, "job file")
+    return parse_job_list(text, str(Path(path)), **known)
 
 
-_CLUSTER_ITEM = re.compile(r"^\s*([A-Za-z][\w-]*)\s*=\s*(\d+)\s*$")
+def load_job_entries(path: str | Path, **known: Any) -> list[dict[str, Any]]:
+    """The jobs of a file as the user wrote them (each checked like
+    :func:`load_job_file`): what a client sends to the scheduler, which parses them
+    again with what only the live cluster knows. WHY not the parsed specs: a spec keeps
+    what parsing derived (a model's planned throughputs), not the fields it came from."""
+    text = read_text_input(path, "job file")
+    return [dict(raw) for raw, _ in _job_entries(text, str(Path(path)), **known)]
+
+
+# ASCII digits, at most 9: ``\d+`` took any length, and int() refuses strings of more
+# than 4,300 digits with a ValueError that escaped as a traceback.
+_CLUSTER_ITEM = re.compile(r"^\s*([A-Za-z][\w-]*)\s*=\s*([0-9]{1,9})\s*$")
 
 
 def parse_cluster(

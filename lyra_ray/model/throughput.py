@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import ast
 import json
+import math
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -99,24 +100,46 @@ def load_gavel_throughputs(path: str | Path) -> CatalogueThroughputs:
         raw = json.loads(p.read_text())
     except OSError as e:
         raise InputError(f"{p}: cannot read throughputs file: {e.strerror}") from e
+    except UnicodeDecodeError as e:
+        raise InputError(f"{p}: cannot read throughputs file: not UTF-8 ({e.reason})") from None
     except json.JSONDecodeError as e:
         raise InputError(f"{p}: line {e.lineno}: not valid JSON: {e.msg}") from e
+    if not isinstance(raw, dict) or not all(isinstance(t, dict) for t in raw.values()):
+        raise InputError(f"{p}: expected {{GPU type: {{job key: {{partner: throughput}}}}}}")
     alone: dict[TypeKey, dict[GpuType, float]] = {}
     pairs: dict[TypeKey, dict[GpuType, dict[TypeKey, tuple[float, float]]]] = {}
     for gpu, table in raw.items():
         if gpu.endswith("_unconsolidated"):
             continue
         for key, entry in table.items():
+            # Any shape error of an entry names it (a list, a missing "null", a string
+            # where a number goes used to escape as a traceback; found by fuzzing).
             try:
                 tk = _parse_key(key)
-            except (ValueError, SyntaxError, TypeError) as e:
-                raise InputError(f"{p}: GPU type {gpu!r}: malformed job key {key!r}") from e
-            alone.setdefault(tk, {})[gpu] = float(entry["null"])
+                rates = _rates(entry)
+            except (ValueError, SyntaxError, TypeError, KeyError, IndexError, RecursionError) as e:
+                raise InputError(
+                    f"{p}: GPU type {gpu!r}: field {key!r}: malformed entry ({type(e).__name__})"
+                ) from None
+            alone.setdefault(tk, {})[gpu] = rates.pop("null")[0]
             prow = pairs.setdefault(tk, {}).setdefault(gpu, {})
-            for other, val in entry.items():
-                if other != "null":
-                    prow[_parse_key(other)] = (float(val[0]), float(val[1]))
+            for other, val in rates.items():
+                prow[_parse_key(other)] = val
     return CatalogueThroughputs(alone, pairs)
+
+
+def _rates(entry: Any) -> dict[str, tuple[float, float]]:
+    """``{"null": x, "(model, sf)": [a, b], ...}`` with finite numbers, else ValueError."""
+    if not isinstance(entry, dict):
+        raise TypeError("not a mapping")
+    out: dict[str, tuple[float, float]] = {"null": (float(entry["null"]), 0.0)}
+    for other, val in entry.items():
+        if other != "null":
+            _parse_key(other)
+            out[other] = (float(val[0]), float(val[1]))
+    if not all(math.isfinite(x) for v in out.values() for x in v):
+        raise ValueError("not finite")
+    return out
 
 
 def catalogue_throughputs() -> CatalogueThroughputs:

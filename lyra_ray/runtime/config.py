@@ -39,7 +39,7 @@ class SchedulerConfig:
     def from_dict(cls, raw: Mapping[str, Any] | None) -> SchedulerConfig:
         raw = dict(raw or {})
         known = set(cls.__dataclass_fields__)
-        unknown = sorted(set(raw) - known)
+        unknown = sorted(map(str, set(raw) - known))  # YAML keys may be ints: sort as text
         if unknown:
             raise InputError(f"lyra config: unknown field(s) {unknown}; known: {sorted(known)}")
         try:
@@ -47,8 +47,14 @@ class SchedulerConfig:
             for f in ("round_s", "period_s", "grace_s", "min_lease_s", "startup_grace_s"):
                 _finite(f, getattr(cfg, f), positive=f in ("round_s", "period_s", "grace_s"))
             _finite("min_reset_interval_s", cfg.min_reset_interval_s, positive=False)
-            if not isinstance(cfg.policy_args, Mapping):
-                raise ValueError("field 'policy_args' must be a mapping")
+            for f in ("policy", "state_dir", "storage_path", "serve_host"):
+                v = getattr(cfg, f)
+                if not isinstance(v, str) or not v or "\x00" in v:
+                    raise ValueError(f"field '{f}' must be a non-empty string, got {v!r}")
+            if not isinstance(cfg.policy_args, Mapping) or not all(
+                isinstance(k, str) for k in cfg.policy_args
+            ):
+                raise ValueError("field 'policy_args' must be a mapping of argument names")
             if not isinstance(cfg.metrics, bool):
                 raise ValueError(f"field 'metrics' must be true or false, got {cfg.metrics!r}")
             port = cfg.serve_port
@@ -62,5 +68,9 @@ class SchedulerConfig:
 def _finite(name: str, value: Any, positive: bool) -> None:
     if isinstance(value, bool) or not isinstance(value, int | float):
         raise ValueError(f"field '{name}' must be a number, got {value!r}")
-    if not math.isfinite(value) or value < 0 or (positive and value == 0):
+    try:
+        finite = math.isfinite(value)
+    except OverflowError:  # an int too large for a float (found by fuzzing)
+        finite = False
+    if not finite or value < 0 or (positive and value == 0):
         raise ValueError(f"field '{name}' must be a finite number {'>' if positive else '>='} 0")

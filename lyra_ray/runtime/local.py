@@ -22,14 +22,14 @@ import time
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from lyra_ray.model.errors import InputError
+from lyra_ray.model.spec import read_text_input, safe_load_yaml
 from lyra_ray.runtime.home import lyra_home
 
 log = logging.getLogger(__name__)
 
-_ITEM = re.compile(r"^\s*([A-Za-z][\w-]*)\s*=\s*(\d+)\s*x\s*(\d+)\s*$")
+# ASCII digits, at most 9 each: int() refuses more than 4,300 digits with a ValueError
+_ITEM = re.compile(r"^\s*([A-Za-z][\w-]*)\s*=\s*([0-9]{1,9})\s*x\s*([0-9]{1,9})\s*$")
 
 
 def parse_nodes(spec: str, flag: str = "--nodes") -> list[tuple[str, int, int]]:
@@ -49,12 +49,8 @@ def lyra_section(config_path: str | None) -> dict[str, Any]:
     """The ``metadata.lyra`` section of a cluster.yaml (or a top-level ``lyra:``)."""
     if not config_path:
         return {}
-    try:
-        doc = yaml.safe_load(Path(config_path).read_text())
-    except OSError as e:
-        raise InputError(f"{config_path}: cannot read: {e.strerror}") from None
-    except yaml.YAMLError as e:
-        raise InputError(f"{config_path}: malformed YAML: {e}") from None
+    # (a bad date, deep nesting or a binary file used to escape as a traceback)
+    doc = safe_load_yaml(read_text_input(config_path, "config"), config_path)
     if not isinstance(doc, dict):
         raise InputError(f"{config_path}: expected a mapping (a Ray cluster config)")
     meta = doc.get("metadata")

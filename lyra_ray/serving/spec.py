@@ -103,6 +103,15 @@ replicas of each layer one GPU holds (Lina's device slots); ``replan_s`` is how 
 phase 2 re-plans from the routing actually seen (0: only when servers change)."""
 
 
+def _finite(v: float) -> bool:
+    """``math.isfinite`` that also refuses an int too large for a float (10**400 raised
+    OverflowError, found by ``tests/unit/test_fuzz_inputs.py``)."""
+    try:
+        return math.isfinite(float(v))
+    except OverflowError:
+        return False
+
+
 def _config(name: str, model: str, config: Any) -> dict[str, Any]:
     """The model's knobs, each checked against :data:`KNOBS` (InputError names it)."""
     if not isinstance(config, Mapping):
@@ -114,7 +123,7 @@ def _config(name: str, model: str, config: Any) -> dict[str, Any]:
         if k not in knobs:
             raise InputError(f"{where}: not a knob of model {model!r}; known: {sorted(knobs)}")
         kind, low, high = knobs[k]
-        if isinstance(v, bool) or not isinstance(v, int | float) or not math.isfinite(float(v)):
+        if isinstance(v, bool) or not isinstance(v, int | float) or not _finite(v):
             raise InputError(f"{where}: expected a finite number, got {v!r}")
         if kind is int and float(v) != int(v):
             raise InputError(f"{where}: expected an integer, got {v!r}")
@@ -160,7 +169,7 @@ def _number(
     raw: Mapping[str, Any], key: str, default: float, low: float, *, open_low: bool
 ) -> float:
     v = raw.get(key, default)
-    if isinstance(v, bool) or not isinstance(v, int | float) or not math.isfinite(float(v)):
+    if isinstance(v, bool) or not isinstance(v, int | float) or not _finite(v):
         raise InputError(f"service: field '{key}': expected a finite number, got {v!r}")
     if float(v) < low or (open_low and float(v) == low):
         raise InputError(f"service: field '{key}': must be {'>' if open_low else '>='} {low}")
@@ -182,7 +191,7 @@ def parse_service_spec(raw: Any) -> ServiceSpec:
     """A :class:`ServiceSpec` from a mapping (YAML, JSON, SDK call); InputError names the field."""
     if not isinstance(raw, Mapping):
         raise InputError(f"service: expected a mapping of fields, got {type(raw).__name__}")
-    unknown = sorted(set(raw) - _FIELDS)
+    unknown = sorted(map(str, set(raw) - _FIELDS))  # keys of any type: sort as text
     if unknown:
         raise InputError(f"service: unknown field(s) {unknown}; known: {sorted(_FIELDS)}")
     name = raw.get("name")

@@ -43,6 +43,8 @@ def read_demand_csv(path: str | Path) -> list[DemandPoint]:
         text = p.read_text()
     except OSError as e:
         raise InputError(f"{p}: cannot read serving demand trace: {e.strerror}") from e
+    except UnicodeDecodeError as e:
+        raise InputError(f"{p}: cannot read serving demand trace: not UTF-8 ({e.reason})") from None
     rows = csv.reader(text.splitlines())
     header = next(rows, None)
     if header is None or [h.strip() for h in header] != ["time_s", "servers"]:

@@ -14,6 +14,7 @@ preserved on the fastest hardware and stretched on slower types.
 from __future__ import annotations
 
 import csv
+import math
 import random
 from collections.abc import Iterable
 from datetime import datetime
@@ -21,7 +22,7 @@ from pathlib import Path
 
 from lyra_ray.model import JobSpec
 from lyra_ray.model.errors import InputError
-from lyra_ray.model.spec import load_job_file
+from lyra_ray.model.spec import load_job_file, read_text_input
 
 GAVEL_FIELDS = (
     "job_type",
@@ -38,12 +39,21 @@ GAVEL_FIELDS = (
 PHILLY_REFERENCE_GPU = "v100"
 
 
-def _num(path: Path, line: int, field: str, raw: str, kind: type = float) -> float:
+def _num(path: Path, line: int, field: str, raw: str | None, kind: type = float) -> float:
+    """A finite number (an integer for ``kind=int``), else an InputError naming the field.
+
+    ``inf`` used to pass (an endless job) or raise OverflowError from ``int()``, and a
+    short CSV row's missing cell (``None``) a TypeError: both found by fuzzing.
+    """
+    if raw is None:
+        raise InputError(f"{path}:{line}: field '{field}': missing")
     try:
-        v = kind(float(raw)) if kind is int else float(raw)
+        v = float(raw)
     except ValueError:
         raise InputError(f"{path}:{line}: field '{field}': not a number: {raw!r}") from None
-    return v
+    if not math.isfinite(v):
+        raise InputError(f"{path}:{line}: field '{field}': not a finite number: {raw!r}")
+    return int(v) if kind is int else v
 
 
 def read_gavel_trace(
@@ -52,10 +62,7 @@ def read_gavel_trace(
     p = Path(path)
     known = set(known_job_types) if known_job_types is not None else None
     specs: list[JobSpec] = []
-    try:
-        lines = p.read_text().splitlines()
-    except OSError as e:
-        raise InputError(f"{p}: cannot read trace: {e.strerror}") from None
+    lines = read_text_input(p, "trace").splitlines()
     for ln, text in enumerate(lines, 1):
         if not text.strip():
             continue
@@ -104,30 +111,17 @@ def read_philly_csv(
     p = Path(path)
     rng = random.Random(seed)
     types = sorted(CATALOGUE)
-    rows: list[tuple[float, int, float, int]] = []
     try:
         fh = p.open(newline="")
     except OSError as e:
         raise InputError(f"{p}: cannot read trace: {e.strerror}") from None
     with fh:
-        reader = csv.DictReader(fh)
-        need = {"timestamp", "duration", "num_gpus"}
-        if reader.fieldnames is None or not need <= set(reader.fieldnames):
-            raise InputError(f"{p}:1: header must contain {sorted(need)}")
-        for ln, row in enumerate(reader, 2):
-            try:
-                ts = datetime.fromisoformat(row["timestamp"]).timestamp()
-            except (TypeError, ValueError):
-                raise InputError(
-                    f"{p}:{ln}: field 'timestamp': not a date: {row['timestamp']!r}"
-                ) from None
-            dur = _num(p, ln, "duration", row["duration"])
-            gpus = int(_num(p, ln, "num_gpus", row["num_gpus"], int))
-            if dur <= 0 or gpus < 1:
-                continue  # Philly logs failed/zero-GPU jobs; they carry no training work
-            if max_gpus is not None and gpus > max_gpus:
-                continue
-            rows.append((ts, ln, dur, gpus))
+        try:
+            rows = _philly_rows(p, csv.DictReader(fh), max_gpus)
+        except UnicodeDecodeError as e:
+            raise InputError(f"{p}: cannot read trace: not UTF-8 text ({e.reason})") from None
+        except csv.Error as e:
+            raise InputError(f"{p}: malformed CSV: {e}") from None
     rows.sort()
     if max_jobs is not None:
         rows = rows[:max_jobs]
@@ -151,6 +145,31 @@ def read_philly_csv(
             )
         )
     return specs
+
+
+def _philly_rows(
+    p: Path, reader: csv.DictReader[str], max_gpus: int | None
+) -> list[tuple[float, int, float, int]]:
+    """(timestamp, line, duration, GPUs) of every row that carries training work."""
+    rows: list[tuple[float, int, float, int]] = []
+    need = {"timestamp", "duration", "num_gpus"}
+    if reader.fieldnames is None or not need <= set(reader.fieldnames):
+        raise InputError(f"{p}:1: header must contain {sorted(need)}")
+    for ln, row in enumerate(reader, 2):
+        try:
+            ts = datetime.fromisoformat(row["timestamp"]).timestamp()
+        except (TypeError, ValueError, OverflowError, OSError):
+            raise InputError(
+                f"{p}:{ln}: field 'timestamp': not a date: {row['timestamp']!r}"
+            ) from None
+        dur = _num(p, ln, "duration", row["duration"])
+        gpus = int(_num(p, ln, "num_gpus", row["num_gpus"], int))
+        if dur <= 0 or gpus < 1:
+            continue  # Philly logs failed/zero-GPU jobs; they carry no training work
+        if max_gpus is not None and gpus > max_gpus:
+            continue
+        rows.append((ts, ln, dur, gpus))
+    return rows
 
 
 def read_yaml_jobs(path: str | Path, **known: object) -> list[JobSpec]:
