@@ -88,6 +88,8 @@ class SchedulerCore:
         consumed by :meth:`decide`."""
         self._finishes: list[m.Action] = []
         """Runs of cancelled jobs to release, emitted by the next :meth:`decide`."""
+        self._ended: list[JobId] = []
+        """Jobs that became terminal since the last :meth:`take_terminal`."""
         self._nodes_cache: tuple[tuple[m.Node, ...], frozenset[NodeId]] | None = None
         self.reclaims = 0
         self.cycles = 0
@@ -102,6 +104,18 @@ class SchedulerCore:
 
     def active(self) -> list[JobState]:
         return list(self._active.values())
+
+    def take_terminal(self) -> list[JobState]:
+        """Hand out, and forget, the jobs that ended since the last call.
+
+        :meth:`to_state` is written every cycle; without this it carries every job ever
+        seen. A terminal job plays no part in any decision, so dropping it changes none
+        (``tests/sim/test_archive_decides_alike.py``). The live scheduler archives them in
+        the same transaction; the simulator never calls this (its report reads them all).
+        """
+        out = [self.jobs.pop(k) for k in self._ended if k in self.jobs]
+        self._ended = []
+        return out
 
     def step(self, now: float, events: Sequence[m.Event]) -> Decision:
         """:meth:`fold` then :meth:`decide`: one whole cycle."""
@@ -322,6 +336,7 @@ class SchedulerCore:
             j.steps_done = min(j.spec.total_steps, steps)
         j.status, j.finish_s, j.current = status, self.now, None
         self._active.pop(job_id, None)
+        self._ended.append(job_id)
         self._dirty = True
 
     def _node_down(self, node_id: NodeId) -> None:

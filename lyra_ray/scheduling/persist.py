@@ -49,6 +49,9 @@ def core_load_state(core: SchedulerCore, state: dict[str, Any]) -> None:
     core.now = float(state["now"])
     core.jobs = {d["id"]: job_from_dict(d) for d in state["jobs"]}
     core._active = {k: j for k, j in core.jobs.items() if not j.status.terminal}
+    # A state written before terminal jobs were handed out (or between two hand-outs)
+    # still holds some: the next take_terminal() hands them out.
+    core._ended = [k for k, j in core.jobs.items() if j.status.terminal]
     core.nodes = {d["id"]: m.Node(**d) for d in state["nodes"]}
     core.lent = set(state["lent"])
     core.serving_demand = int(state["serving_demand"])
