@@ -149,6 +149,13 @@ def catalogue_throughputs() -> CatalogueThroughputs:
     return CatalogueThroughputs({(name, 1): dict(t) for name, t in CATALOGUE.items()})
 
 
+MAX_MEASURED = 1024
+"""Measured (job name, GPU type) rows kept, the most recently observed. Unbounded, they
+grew with every distinct job name a scheduler ever saw, and every commit of its state
+carried them all (issue #17, item 7); a name seen again within the last thousand
+still starts from what was measured."""
+
+
 class MeasuredThroughputs(ThroughputModel):
     """A seed model overlaid with throughputs measured online (per job name and GPU type).
 
@@ -156,18 +163,24 @@ class MeasuredThroughputs(ThroughputModel):
     that job, scaled by the job's own curve, so later decisions use what was seen.
     """
 
-    def __init__(self, seed: ThroughputModel) -> None:
+    def __init__(self, seed: ThroughputModel, max_rows: int = MAX_MEASURED) -> None:
         self.seed = seed
+        self.max_rows = max_rows
         self.measured: dict[tuple[str, GpuType], float] = {}
+        """Oldest observation first: the order in which rows are forgotten."""
 
     def observe(self, spec: JobSpec, gpu_type: GpuType, workers: int, steps_per_s: float) -> None:
         if workers > 0 and steps_per_s > 0:
-            self.measured[(spec.name, gpu_type)] = steps_per_s / scaling.speedup(
-                spec.scaling, workers
-            )
+            key = (spec.name, gpu_type)
+            self.measured.pop(key, None)  # re-observed: now the newest
+            self.measured[key] = steps_per_s / scaling.speedup(spec.scaling, workers)
+            while len(self.measured) > self.max_rows:
+                del self.measured[next(iter(self.measured))]
 
     def to_state(self) -> dict[str, Any]:
-        rows = [[name, g, v] for (name, g), v in sorted(self.measured.items())]
+        """The rows in the order they would be forgotten, so a restored model forgets
+        the same ones next (a restart decides alike)."""
+        rows = [[name, g, v] for (name, g), v in self.measured.items()]
         return {"measured": rows, "seed": self.seed.to_state()}
 
     def load_state(self, state: Mapping[str, Any]) -> None:

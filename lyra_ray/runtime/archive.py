@@ -11,10 +11,20 @@ leaves each job either in the state or in the archive, never in neither.
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Sequence
+from typing import Any, Protocol
 
 from lyra_ray.model.state import JobState, assignment_to_dict, spec_to_dict
 from lyra_ray.runtime.store import StateStore
+from lyra_ray.scheduling.core import SchedulerCore
+
+
+class RunBook(Protocol):
+    """What the archive needs of the runtime: per-job generations, and forgetting a job."""
+
+    generations: dict[str, int]
+
+    def forget(self, job_id: str) -> list[tuple[float, str, int, dict[str, Any]]]: ...
 
 
 def describe(j: JobState, now: float, generation: int, reason: str | None) -> dict[str, Any]:
@@ -53,8 +63,10 @@ class JobArchive:
         self.store = store
         self.pending: list[tuple[str, dict[str, Any]]] = []
 
-    def add(self, j: JobState, record: dict[str, Any]) -> None:
-        self.pending.append((j.id, {**record, "spec": spec_to_dict(j.spec)}))
+    def add(self, j: JobState, record: dict[str, Any], launches: Sequence[Any] = ()) -> None:
+        """Keep ``record`` with the job's spec and its runs' launches beside it."""
+        rec = {**record, "spec": spec_to_dict(j.spec), "launches": [list(x) for x in launches]}
+        self.pending.append((j.id, rec))
 
     def rows(self) -> list[tuple[str, dict[str, Any]]]:
         return list(self.pending)
@@ -74,10 +86,33 @@ class JobArchive:
             public(r) for _, r in self.pending
         ]
 
+    def launches(self) -> list[tuple[float, str, int, dict[str, Any]]]:
+        """Every archived job's launches (the audit trail of the runs it had)."""
+        recs = [r for r in self.store.archive_records()] + [r for _, r in self.pending]
+        return [(float(t), str(j), int(g), a) for r in recs for t, j, g, a in r.get("launches", [])]
+
     def count(self) -> int:
         return self.store.archive_count() + len(self.pending)
 
 
+def hand_out_terminal(
+    core: SchedulerCore, archive: JobArchive, runtime: RunBook, reasons: dict[str, str]
+) -> int:
+    """Move the jobs that ended out of the core, and what the runtime and the scheduler
+    keep per job, into the archive rows of the next commit; returns how many.
+
+    The scheduler calls this every cycle, before its commit; the bounded-state
+    benchmark (``benchmarks/chaos_state.py``) drives the same function.
+    """
+    ended = core.take_terminal()
+    for j in ended:
+        record = describe(j, core.now, runtime.generations.get(j.id, 0), reasons.get(j.id))
+        archive.add(j, record, runtime.forget(j.id))
+        reasons.pop(j.id, None)
+    return len(ended)
+
+
 def public(record: dict[str, Any]) -> dict[str, Any]:
-    """An archived record as ``status`` shows it (without the spec kept beside it)."""
-    return {k: v for k, v in record.items() if k != "spec"}
+    """An archived record as ``status`` shows it (without the spec and launches kept beside
+    it)."""
+    return {k: v for k, v in record.items() if k not in ("spec", "launches")}

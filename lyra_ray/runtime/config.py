@@ -21,6 +21,10 @@ class SchedulerConfig:
     state_dir: str = "/tmp/lyra/state"
     storage_path: str = "/tmp/lyra/checkpoints"
     grace_s: float = 30.0
+    run_restarts: int = 3
+    """Restarts from its checkpoint of a run that crashed (a Train worker or the run's
+    process died) before the job fails with the reason; the job's own code raising
+    fails it at once."""
     min_lease_s: float = 30.0
     """A (re)started run keeps its GPUs until it has stepped this long (see SchedulerCore)."""
     startup_grace_s: float = 300.0
@@ -57,6 +61,9 @@ class SchedulerConfig:
                 raise ValueError("field 'policy_args' must be a mapping of argument names")
             if not isinstance(cfg.metrics, bool):
                 raise ValueError(f"field 'metrics' must be true or false, got {cfg.metrics!r}")
+            r = cfg.run_restarts
+            if isinstance(r, bool) or not isinstance(r, int) or not 0 <= r <= 1000:
+                raise ValueError(f"field 'run_restarts' must be an integer in [0, 1000], got {r!r}")
             port = cfg.serve_port
             if isinstance(port, bool) or not isinstance(port, int) or not 1 <= port <= 65535:
                 raise ValueError(f"field 'serve_port' must be a port number, got {port!r}")

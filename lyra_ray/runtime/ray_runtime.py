@@ -35,6 +35,7 @@ from lyra_ray.train.step_loop import latest_checkpoint
 log = logging.getLogger(__name__)
 
 MAX_UNEXPECTED_ENDS = 3
+"""Restarts from checkpoint of a run that crashed or vanished, before its job fails."""
 START_GRACE_S = 20.0
 """A run actor may take this long to appear after start_run() before it counts as lost."""
 STARTING_KILL_S = 180.0
@@ -64,6 +65,7 @@ class RayRuntime:
         grace_s: float = 30.0,
         serving_hook: Callable[[m.Action], None] | None = None,
         node_ready: Callable[[str], bool] | None = None,
+        max_restarts: int = MAX_UNEXPECTED_ENDS,
     ) -> None:
         """``serving_hook`` carries out Lend / Reclaim / ScaleServe; ``node_ready(node)``
         says whether training may use a server yet (a lent server is ready once its
@@ -72,12 +74,14 @@ class RayRuntime:
         self.node_ready = node_ready
         self.storage_path = os.path.abspath(storage_path)
         self.grace_s = grace_s
+        self.max_restarts = max_restarts
         self.serving_hook = serving_hook
         self.inventory = Inventory()
         self.runs: dict[str, RunRecord] = {}
         self.generations: dict[str, int] = {}
         self.launches: list[tuple[float, str, int, dict[str, Any]]] = []
-        """(wall time, job, generation, assignment) of every run started: audit trail."""
+        """(wall time, job, generation, assignment) of every run started: the audit trail
+        of jobs not yet archived (:meth:`forget` hands a job's entries to the archive)."""
         self.stop_requested_at: dict[str, float] = {}
         self.gaps: list[dict[str, Any]] = []
         """Per preempt/resize: seconds from the stop request to the next run's start."""
@@ -94,8 +98,8 @@ class RayRuntime:
         return {
             "runs": {k: asdict(v) for k, v in sorted(self.runs.items())},
             "generations": dict(sorted(self.generations.items())),
-            "launches": self.launches[-1000:],
-            "gaps": self.gaps[-1000:],
+            "launches": self.launches,
+            "gaps": self.gaps[-200:],
             "waiting": dict(sorted(self.waiting.items())),
         }
 
@@ -105,6 +109,20 @@ class RayRuntime:
         self.launches = [tuple(x) for x in state.get("launches", [])]
         self.gaps = list(state.get("gaps", []))
         self.waiting = dict(state.get("waiting", {}))
+
+    def forget(self, job_id: str) -> list[tuple[float, str, int, dict[str, Any]]]:
+        """A job left the scheduler's state for the archive: drop what is kept per job
+        (its generation counter, its launches, the control actor's record, which every
+        poll reads whole), so that none grows with the jobs that have ended; returns
+        its launches for the archive. It never runs again, so its generation numbers
+        cannot be reused."""
+        self.generations.pop(job_id, None)
+        self.stop_requested_at.pop(job_id, None)
+        self.control.forget.remote(job_id)
+        mine = [x for x in self.launches if x[1] == job_id]
+        if mine:
+            self.launches = [x for x in self.launches if x[1] != job_id]
+        return mine
 
     def seed_nodes(self, nodes: Iterable[m.Node]) -> None:
         """After a restart: start the inventory from the nodes the core believes in.
@@ -286,8 +304,16 @@ class RayRuntime:
         alive = set(self.inventory.nodes)
         if any(n not in alive for n, _ in r.assignment["nodes"]):
             return []  # its node is gone: the NodeDown already re-queued the job
-        if outcome == "failed" or r.unexpected_ends + 1 > MAX_UNEXPECTED_ENDS:
+        if outcome == "failed":  # the job's own code raised: a rerun would raise again
             return [m.JobFailed(jid, message or outcome)]
+        if r.unexpected_ends + 1 > self.max_restarts:
+            return [
+                m.JobFailed(
+                    jid,
+                    f"run {outcome} {r.unexpected_ends + 1} times, retry limit "
+                    f"{self.max_restarts} restarts from checkpoint; last: {message or outcome}",
+                )
+            ]
         log.warning("run %s g%d ended unexpectedly (%s): restarting it", jid, r.generation, outcome)
         self._start(jid, r.assignment, unexpected=r.unexpected_ends + 1)
         return [m.JobProgress(jid, steps)] if steps else []
@@ -304,6 +330,7 @@ class RayRuntime:
         self._pending += self.inventory.refresh()
         alive_nodes = set(self.inventory.nodes)
         records: dict[str, dict[str, Any]] = ray.get(self.control.snapshot.remote())
+        self._adopt_unrecorded(desired, records)
         for jid, r in list(self.runs.items()):
             rec = records.get(jid)
             alive = runs.run_alive(jid, r.generation)
@@ -327,6 +354,37 @@ class RayRuntime:
             elif cur.phase == "stopping":
                 cur.next_assignment = want
         self.dirty = True
+
+    def _adopt_unrecorded(
+        self, desired: Mapping[str, m.Assignment], records: Mapping[str, Mapping[str, Any]]
+    ) -> None:
+        """Runs started after the last commit: adopt them, never start their generation again.
+
+        The scheduler commits the runs table after applying a cycle's actions; one that
+        died in between (a run started, the commit not yet made) restarts with a table
+        that lacks the run, while the control actor already has its generation
+        (``start_run`` registers it first). Without this, reconcile started the same
+        generation a second time (found by the fault hook's ``after_apply``,
+        ``tests/chaos``). A run the core still wants is adopted as running (poll then
+        sees it progress, end, or vanish); one it no longer wants is killed.
+        """
+        for jid, rec in records.items():
+            gen = int(rec["generation"])
+            if gen <= self.generations.get(jid, 0) or (jid not in desired and jid not in self.runs):
+                continue
+            log.warning("reconcile: adopting %s g%d, started after the last commit", jid, gen)
+            self.generations[jid] = gen
+            old = self.runs.pop(jid, None)
+            if old is not None:
+                self._kill(old)  # the adopted run replaced it
+            want = assignment_to_dict(desired[jid]) if jid in desired else None
+            if want is None:
+                runs.kill_run(jid, gen)
+                continue
+            now = time.time()
+            self.runs[jid] = RunRecord(jid, gen, want, now)
+            self.launches.append((now, jid, gen, want))
+            self.dirty = True
 
     def worker_placements(self) -> dict[str, dict[str, Any]]:
         """The control actor's records (steps, outcome, workers' own node labels)."""

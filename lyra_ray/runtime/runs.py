@@ -16,6 +16,8 @@ from __future__ import annotations
 import importlib
 import logging
 import os
+import re
+import threading
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -82,7 +84,20 @@ def worker_selectors(
 
 @ray.remote(num_cpus=0, max_restarts=0)
 class TrainRun:
-    """Hosts one ``fit()``; reports the outcome to the control actor, then exits."""
+    """Hosts one ``fit()``, started by its own constructor; reports the outcome to the
+    control actor and idles until the runtime kills it.
+
+    The work starts in ``__init__`` (on a thread, so the constructor returns at once)
+    rather than in a method the scheduler calls after creating the actor: a method call
+    is queued in the *caller's* process until the actor is up, so a scheduler killed in
+    those seconds took the call with it and left a live actor that never trained, which
+    no check saw as lost (found by ``tests/chaos``). A detached actor's creation, with
+    its arguments, belongs to the cluster and survives its creator.
+    """
+
+    def __init__(self, req: RunRequest) -> None:
+        self.outcome: str | None = None
+        threading.Thread(target=self.run, args=(req,), name="lyra-fit", daemon=True).start()
 
     def run(self, req: RunRequest) -> str:
         from ray.train import FailureConfig, RunConfig, ScalingConfig
@@ -123,14 +138,61 @@ class TrainRun:
             steps = float((result.metrics or {}).get("step", steps))
             outcome = "completed" if steps >= req.total_steps else "stopped"
             message = ""
-        except Exception as e:  # the user's loop failed, or the run was torn down
+        except Exception as e:  # the user's loop failed, a worker died, or a stop tore it down
             log.exception("run %s/%d failed", req.job_id, req.generation)
             stopping = ray.get(control.should_stop.remote(req.job_id, req.generation))
-            outcome, message = ("stopped", "") if stopping else ("failed", repr(e)[:2000])
+            outcome, message = ("stopped", "") if stopping else failure(e)
             found = latest_checkpoint(os.path.join(req.storage_path, run_name(req.job_id)))
             steps = float(found[1]) if found else 0.0
         ray.get(control.finish.remote(req.job_id, req.generation, outcome, steps, message))
+        self.outcome = outcome
         return outcome
+
+
+def failure(e: BaseException) -> tuple[str, str]:
+    """(outcome, one-line reason) of a ``fit()`` that raised.
+
+    ``failed``: the user's own code raised on every failing worker — a rerun would
+    raise again, so the job fails at once. ``crashed``: anything else — a Train worker
+    process died, a health check or the controller failed — which a rerun from the
+    last checkpoint may well survive; the runtime restarts it up to its retry limit.
+    Ray 2.60's ``WorkerGroupError.worker_failures`` holds, per rank, the user's own
+    exception (unwrapped) or one of Ray's (a Train or core error) for anything else.
+    """
+    from ray.train.v2._internal.exceptions import RayTrainError, UserExceptionWithTraceback
+
+    failures = getattr(e, "worker_failures", None)
+    if isinstance(failures, dict) and failures:
+        errors = {
+            rank: x._base_exc if isinstance(x, UserExceptionWithTraceback) else x
+            for rank, x in failures.items()
+        }
+        if not any(isinstance(x, RayTrainError | ray.exceptions.RayError) for x in errors.values()):
+            rank, first = min(errors.items())
+            what = f"{type(first).__name__}: {_first_line(first)}"
+            return "failed", f"the job's code raised on worker rank {rank}: {what}"[:500]
+        parts = [_crash_line(rank, x) for rank, x in sorted(errors.items())]
+        return "crashed", "; ".join(parts)[:500]
+    return "crashed", f"the run failed: {type(e).__name__}: {_first_line(e)}"[:500]
+
+
+def _crash_line(rank: int, e: BaseException) -> str:
+    text = str(e)
+    if "worker process has died" in text or "actor died" in text:
+        pid = re.search(r"\bpid[=:]\s*(\d+)", text)
+        kind = re.search(r"Worker exit type: (\w+)", text)
+        return (
+            f"Train worker process died (rank {rank}"
+            + (f", pid {pid.group(1)}" if pid else "")
+            + (f", exit type {kind.group(1)}" if kind else "")
+            + ")"
+        )
+    return f"Train worker rank {rank} failed: {type(e).__name__}: {_first_line(e)}"
+
+
+def _first_line(e: BaseException) -> str:
+    lines = [ln.strip() for ln in str(e).splitlines() if ln.strip()]
+    return lines[0] if lines else ""
 
 
 def start_run(req: RunRequest) -> None:
@@ -142,8 +204,8 @@ def start_run(req: RunRequest) -> None:
         namespace=NAMESPACE,
         lifetime="detached",
         resources={"node:__internal_head__": 0.001},
-    ).remote()
-    actor.run.remote(req)
+    ).remote(req)
+    del actor  # detached: it runs on without a handle
     log.info("launched %s gen %d with %d workers", req.job_id, req.generation, req.workers)
 
 

@@ -28,9 +28,11 @@ import ray
 from lyra_ray import model as m
 from lyra_ray.model.errors import InputError
 from lyra_ray.model.spec import parse_job_spec
-from lyra_ray.model.state import assignment_to_dict, spec_from_dict, spec_to_dict
+from lyra_ray.model.state import JobState, spec_from_dict, spec_to_dict
 from lyra_ray.model.throughput import MeasuredThroughputs, catalogue_throughputs
+from lyra_ray.runtime.archive import JobArchive, describe, hand_out_terminal
 from lyra_ray.runtime.config import SchedulerConfig
+from lyra_ray.runtime.faults import FaultHook
 from lyra_ray.runtime.metrics import SchedulerMetrics, TimedPolicy
 from lyra_ray.runtime.names import NAMESPACE, SCHEDULER_ACTOR
 from lyra_ray.runtime.ray_runtime import RayRuntime
@@ -78,10 +80,15 @@ class GlobalScheduler:
             self.cfg.grace_s,
             serving_hook=self.serving.apply,
             node_ready=self.serving.node_ready,
+            max_restarts=self.cfg.run_restarts,
         )
         self.reasons: dict[str, str] = {}
         self.next_wakeup: float | None = None
         self.cycle_s: list[dict[str, float]] = []
+        self.commits: list[dict[str, float]] = []
+        """Per commit: bytes written, seconds, jobs in the state (the per-cycle write)."""
+        self.archive = JobArchive(self.store)
+        self.fault = FaultHook()
         self.restarts = 0
         saved = self.store.load()
         if saved is not None:
@@ -147,11 +154,14 @@ class GlobalScheduler:
             step_s = time.perf_counter() - t0
             actions = decision.actions
             self.next_wakeup = decision.next_wakeup
-            if events or actions or self.runtime.dirty:
+            hand_out_terminal(self.core, self.archive, self.runtime, self.reasons)
+            if events or actions or self.runtime.dirty or self.archive.pending:
                 self._save([r[0] for r in rows])
             if actions:
+                self.fault.at("after_persist")
                 log.info("actions: %s", actions)
                 self.runtime.apply(actions)
+                self.fault.at("after_apply")
                 self._save([])
             m0 = time.perf_counter()
             exported = self.metrics is not None and self.metrics.enabled
@@ -173,7 +183,9 @@ class GlobalScheduler:
 
     def _save(self, consumed: list[int]) -> None:
         self.runtime.dirty = False
-        self.store.commit(
+        t0 = time.perf_counter()
+        archive = self.archive.rows()
+        size = self.store.commit(
             {
                 "core": self.core.to_state(),
                 "runtime": self.runtime.to_state(),
@@ -182,7 +194,18 @@ class GlobalScheduler:
                 "restarts": self.restarts,
             },
             consumed,
+            archive,
         )
+        self.commits.append(
+            {
+                "bytes": size,
+                "commit_s": time.perf_counter() - t0,
+                "jobs": len(self.core.jobs),
+                "archived": len(archive),
+            }
+        )
+        del self.commits[:-5000]
+        self.archive.committed(len(archive))
 
     # ------------------------------------------------------------------ the boundary
 
@@ -238,8 +261,14 @@ class GlobalScheduler:
         return {"ok": True, "job_id": jid}
 
     def cancel(self, job_id: str) -> dict[str, Any]:
+        if not isinstance(job_id, str):
+            return {"ok": False, "error": f"field 'job_id': expected a string, got {job_id!r}"}
         with self.lock:
-            known = job_id in self.core.jobs or any(r[2] == job_id for r in self.store.pending())
+            known = (
+                job_id in self.core.jobs
+                or self.archive.get(job_id) is not None
+                or any(r[2] == job_id for r in self.store.pending())
+            )
         if not known:
             return {"ok": False, "error": f"field 'job_id': unknown job {job_id!r}"}
         self.store.enqueue("cancel", job_id, {})
@@ -247,38 +276,28 @@ class GlobalScheduler:
         return {"ok": True, "job_id": job_id}
 
     def status(self, job_id: str) -> dict[str, Any] | None:
+        if not isinstance(job_id, str):
+            return None
         with self.lock:
             j = self.core.jobs.get(job_id)
             if j is None:
+                done = self.archive.get(job_id)
+                if done is not None:
+                    return done
                 pending = [r for r in self.store.pending() if r[2] == job_id]
                 if not pending:
                     return None
                 return {"id": job_id, "name": pending[0][3].get("name"), "status": "submitted"}
-            return self._describe(j.id)
+            return self._describe(j)
 
-    def _describe(self, job_id: str) -> dict[str, Any]:
-        j = self.core.jobs[job_id]
-        now = self.core.now
-        start = j.first_start_s
-        end = j.finish_s if j.finish_s is not None else now
-        return {
-            "id": j.id,
-            "name": j.spec.name,
-            "user": j.spec.user,
-            "status": j.status.value,
-            "assignment": assignment_to_dict(j.current),
-            "steps_done": j.steps_done,
-            "total_steps": j.spec.total_steps,
-            "min_workers": j.spec.min_workers,
-            "max_workers": j.spec.max_workers,
-            "queued_s": (start if start is not None else end) - j.arrival_s,
-            "run_s": sum(j.time_received_s.values()),
-            "gpu_s": j.attained_service_s,
-            "num_preemptions": j.num_preemptions,
-            "num_resizes": j.num_resizes,
-            "generation": self.runtime.generations.get(j.id, 0),
-            "reason": self.reasons.get(j.id),
-        }
+    def _all_jobs(self) -> list[dict[str, Any]]:
+        """Every job, active and archived, sorted by id (``list`` and ``overview``)."""
+        rows = [self._describe(j) for j in self.core.jobs.values()] + self.archive.records()
+        return sorted(rows, key=lambda r: str(r["id"]))
+
+    def _describe(self, j: JobState) -> dict[str, Any]:
+        gen = self.runtime.generations.get(j.id, 0)
+        return describe(j, self.core.now, gen, self.reasons.get(j.id))
 
     # ------------------------------------------------------------------ introspection
 
@@ -330,7 +349,7 @@ class GlobalScheduler:
                         "state": state,
                     }
                 )
-            jobs = [self._describe(k) for k in sorted(self.core.jobs)]
+            jobs = self._all_jobs()
             rounds = {
                 "policy": self.cfg.policy,
                 "round_s": self.core.round_s,
@@ -346,7 +365,7 @@ class GlobalScheduler:
 
     def launches(self) -> list[tuple[float, str, int, dict[str, Any]]]:
         with self.lock:
-            return list(self.runtime.launches)
+            return sorted(self.runtime.launches + self.archive.launches(), key=lambda x: x[0])
 
     def runs(self) -> dict[str, dict[str, Any]]:
         """The control records: per job its latest run's steps and workers' node labels."""
@@ -361,10 +380,18 @@ class GlobalScheduler:
         with self.lock:
             return {
                 "cycle_s": list(self.cycle_s),
+                "commits": list(self.commits),
                 "gaps": list(self.runtime.gaps),
                 "cycles": self.core.cycles,
                 "restarts": self.restarts,
+                "jobs_in_state": len(self.core.jobs),
+                "archived": self.archive.count(),
             }
+
+    def inject_fault(self, point: str) -> dict[str, Any]:
+        """Test-only: crash at ``point`` of the next cycle with actions
+        (:mod:`lyra_ray.runtime.faults`); refused unless the cluster allows it."""
+        return self.fault.arm(point)
 
     def set_metrics_export(self, enabled: bool) -> bool:
         """Turn metric export off or back on without a restart (policy solve times are
@@ -379,8 +406,9 @@ class GlobalScheduler:
         self.wake.set()
 
     def list(self) -> list[dict[str, Any]]:  # last: the name shadows `list` in the class
+        """Every job, the archived ones too."""
         with self.lock:
-            return [self._describe(k) for k in sorted(self.core.jobs)]
+            return self._all_jobs()
 
 
 def start_scheduler(config: Mapping[str, Any] | None = None) -> Any:

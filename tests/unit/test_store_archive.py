@@ -81,3 +81,36 @@ def test_describe_an_ended_job_as_status_shows_it() -> None:
     d = describe(j, now=100.0, generation=4, reason="worker died")
     assert d["status"] == "failed" and d["reason"] == "worker died" and d["generation"] == 4
     assert d["queued_s"] == 1.0 and d["assignment"] is None
+
+
+def test_archived_records_keep_their_launches_out_of_the_status_view(tmp_path: Path) -> None:
+    store = StateStore(tmp_path)
+    archive = JobArchive(store)
+    j = _job(2)
+    launch = (12.5, "j2", 1, {"gpu_type": "k80", "workers": 1, "nodes": [["n", 1]]})
+    archive.add(j, describe(j, now=20.0, generation=1, reason=None), [launch])
+    assert archive.launches() == [launch]  # pending
+    store.commit({}, [], archive.rows())
+    archive.committed(1)
+    assert archive.launches() == [launch]  # from the store
+    got = archive.get("j2")
+    assert got is not None and "launches" not in got and "spec" not in got
+
+
+def test_learned_throughputs_keep_the_most_recent_rows_and_restore_in_that_order() -> None:
+    from lyra_ray.model.throughput import MeasuredThroughputs, catalogue_throughputs
+
+    model = MeasuredThroughputs(catalogue_throughputs(), max_rows=3)
+    for i in range(5):
+        spec = m.JobSpec(name=f"n{i}", total_steps=1.0, throughput={"v100": 1.0})
+        model.observe(spec, "v100", 1, 2.0 + i)
+    again = m.JobSpec(name="n2", total_steps=1.0, throughput={"v100": 1.0})
+    model.observe(again, "v100", 1, 9.0)  # seen again: now the newest
+    assert list(model.measured) == [("n3", "v100"), ("n4", "v100"), ("n2", "v100")]
+    twin = MeasuredThroughputs(catalogue_throughputs(), max_rows=3)
+    twin.load_state(json.loads(json.dumps(model.to_state())))
+    assert list(twin.measured) == list(model.measured)
+    newer = m.JobSpec(name="n5", total_steps=1.0, throughput={"v100": 1.0})
+    for x in (model, twin):
+        x.observe(newer, "v100", 1, 1.0)
+    assert list(twin.measured) == list(model.measured)  # both forget n3

@@ -1,0 +1,97 @@
+"""Shared pieces of the reliability campaign (issue #17): its size, its record, and the
+checks that say "nothing lost, nothing run twice" from the step logs and audit trails.
+
+``LYRA_CHAOS=full`` selects the full campaign's sizes (``python benchmarks/chaos.py``
+sets it); without it the short version runs, as ``make test`` does. With
+``LYRA_CHAOS_OUT`` set, each scenario writes its figures there as JSON, which the
+campaign script gathers into ``benchmarks/results/chaos.json`` and the table of
+``docs/reliability.md``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from collections import defaultdict
+from pathlib import Path
+from typing import Any
+
+FULL = os.environ.get("LYRA_CHAOS", "short") == "full"
+
+
+def size(short: int, full: int) -> int:
+    return full if FULL else short
+
+
+def record(name: str, data: dict[str, Any]) -> None:
+    """Write one scenario's figures (only when the campaign asks for them)."""
+    where = os.environ.get("LYRA_CHAOS_OUT")
+    if where:
+        Path(where).mkdir(parents=True, exist_ok=True)
+        out = {"scenario": name, "mode": "full" if FULL else "short", **data}
+        (Path(where) / f"{name}.json").write_text(json.dumps(out, indent=2, default=str))
+
+
+def step_lines(log: Path) -> list[tuple[int, int]]:
+    """(generation, step) of every step rank 0 ran, in order."""
+    out: list[tuple[int, int]] = []
+    if not log.exists():  # no step yet
+        return out
+    for line in log.read_text().splitlines():
+        if line.strip():
+            gen, step = line.split()
+            out.append((int(gen), int(step)))
+    return out
+
+
+def check_steps(log: Path, total: int, slack: int) -> dict[str, int]:
+    """Every step ran; at most ``slack`` repeated; no generation ran twice.
+
+    A generation that ran twice would restart its step count from a checkpoint in the
+    middle of its own lines; so within each generation the steps must rise by one.
+    Returns the generations seen and the steps repeated.
+    """
+    lines = step_lines(log)
+    by_gen: dict[int, list[int]] = defaultdict(list)
+    for gen, step in lines:
+        by_gen[gen].append(step)
+    for gen, steps in by_gen.items():
+        assert steps == list(range(steps[0], steps[0] + len(steps))), (
+            f"{log.name}: generation {gen} did not run once, in order: {steps[:20]}..."
+        )
+    seen = [s for _, s in lines]
+    assert sorted(set(seen)) == list(range(total)), f"{log.name}: steps lost"
+    repeated = len(seen) - len(set(seen))
+    assert repeated <= slack, f"{log.name}: {repeated} steps repeated (slack {slack})"
+    return {"generations": len(by_gen), "repeated": repeated}
+
+
+def check_launches(launches: list[Any]) -> None:
+    """The audit trail: no (job, generation) was launched twice."""
+    pairs = [(jid, gen) for _t, jid, gen, _a in launches]
+    dup = {p for p in pairs if pairs.count(p) > 1}
+    assert not dup, f"generations launched twice: {sorted(dup)}"
+
+
+def wait_for(pred: Any, timeout: float, what: str, every: float = 0.5) -> Any:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        got = pred()
+        if got:
+            return got
+        time.sleep(every)
+    raise AssertionError(f"timed out after {timeout:.0f}s waiting for {what}")
+
+
+def train_workers(address: str) -> list[Any]:
+    """The live Ray Train worker actors of the cluster at ``address`` (State API)."""
+    from ray.util.state import list_actors
+
+    return list(
+        list_actors(
+            address=address,
+            filters=[("class_name", "=", "RayTrainWorker"), ("state", "=", "ALIVE")],
+            detail=True,
+        )
+    )

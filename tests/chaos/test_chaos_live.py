@@ -1,0 +1,303 @@
+"""Faults on a live cluster (issue #17, items 1-3 and the live half of 8).
+
+One real local cluster (two fake-GPU nodes, K80 and P100) and one scheduler actor with
+the test-only fault hook allowed. In order:
+
+1. the scheduler is killed at random moments while jobs arrive and run — by ``ray.kill``
+   and by the fault hook between committing a decision and applying it and between
+   applying it and committing its runs; every submission is accepted once, every job
+   finishes with exactly its steps, and no generation runs twice;
+2. a Train worker process is SIGKILLed: the run restarts from its checkpoint; killed
+   again past the retry limit, the job fails with a reason naming what happened (a job
+   whose own code raises fails at once, naming the exception);
+3. a worker node's processes are killed while its job runs: the job resumes from its
+   checkpoint on the other node, losing at most one checkpoint interval, and a node of
+   that type that comes back is used again;
+4. hostile payloads at the scheduler's boundary: each refused, naming the field; the
+   scheduler alive and its jobs unchanged afterwards.
+
+Short by default (``make test``); ``LYRA_CHAOS=full`` runs the campaign's sizes.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.chaos.helpers import (
+    check_launches,
+    check_steps,
+    record,
+    size,
+    step_lines,
+    train_workers,
+    wait_for,
+)
+from tests.ray.conftest import LiveCluster, start_cluster
+from tests.ray.live_helpers import job
+
+pytestmark = [pytest.mark.ray, pytest.mark.timeout(1800)]
+
+CKPT = 10  # checkpoint interval (steps) of every job here
+BOTH = {"k80": 1.0, "p100": 1.0}
+
+
+@pytest.fixture(scope="module")
+def live() -> Iterator[LiveCluster]:
+    saved = {k: os.environ.get(k) for k in ("LYRA_FAULT_INJECTION", "RAY_TMPDIR")}
+    os.environ["LYRA_FAULT_INJECTION"] = "1"  # the scheduler actor inherits it
+    os.environ["RAY_TMPDIR"] = saved["RAY_TMPDIR"] or f"/tmp/lyra-chaos-{os.getuid()}"
+    cluster = start_cluster([("k80", 2), ("p100", 2)])
+    try:
+        yield cluster
+    finally:
+        cluster.shutdown()
+        for k, v in saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+
+
+@pytest.fixture(scope="module")
+def client(live: LiveCluster) -> Any:
+    from lyra_ray.runtime.scheduler import start_scheduler
+    from lyra_ray.sdk import Client
+
+    start_scheduler(
+        {
+            "policy": "fifo_nonpreemptive",
+            "state_dir": str(live.workdir / "state"),
+            "storage_path": str(live.workdir / "ckpt"),
+            "period_s": 0.5,
+            "grace_s": 20.0,
+            "run_restarts": 1,
+        }
+    )
+    return Client(live.address, retry_s=180.0)
+
+
+def _restarts(client: Any) -> int:
+    return int(client.call("ping")["restarts"])
+
+
+def _kill_scheduler() -> None:
+    import ray
+
+    from lyra_ray.runtime.names import NAMESPACE, SCHEDULER_ACTOR
+
+    ray.kill(ray.get_actor(SCHEDULER_ACTOR, namespace=NAMESPACE), no_restart=False)
+
+
+def test_killing_the_scheduler_again_and_again_loses_nothing(client: Any, tmp_path: Path) -> None:
+    n_jobs, n_kills = size(5, 20), size(3, 10)
+    rng = random.Random(1717)
+    names = [f"crash{i:02d}" for i in range(n_jobs)]
+    steps = {n: rng.choice([30, 40, 50]) for n in names}
+    logs = {n: tmp_path / f"{n}.log" for n in names}
+    ids: dict[str, str] = {}
+    start_restarts = _restarts(client)
+
+    def submit_all() -> None:  # arrivals while the scheduler keeps dying
+        for n in names:
+            ids[n] = client.submit(job(n, steps[n], logs[n], workers=1, throughput=BOTH))
+            time.sleep(rng.uniform(0.2, 2.5))
+
+    submitter = threading.Thread(target=submit_all, name="submitter")
+    submitter.start()
+    modes = (["after_persist", "after_apply", "kill"] * n_kills)[:n_kills]
+    rng.shuffle(modes)
+    kills: list[dict[str, Any]] = []
+    for mode in modes:
+        time.sleep(rng.uniform(1.0, 6.0))
+        before = _restarts(client)
+        how = mode
+        if mode == "kill":
+            _kill_scheduler()
+        else:
+            assert client.call("inject_fault", mode)["ok"]
+        try:  # an armed fault fires at the next cycle with actions
+            wait_for(lambda b=before: _restarts(client) > b, 90, f"a crash ({mode})")
+        except AssertionError:
+            how = f"{mode} (no cycle with actions in 90 s: killed instead)"
+            _kill_scheduler()
+            wait_for(lambda b=before: _restarts(client) > b, 90, "a restart")
+        kills.append({"mode": how, "at_s": round(time.monotonic(), 1)})
+    submitter.join(timeout=600)
+    assert len(ids) == n_jobs, "a submission was lost"
+    results = {n: client.wait(ids[n], timeout=900) for n in names}
+    for n, st in results.items():
+        assert st["status"] == "finished" and st["steps_done"] == steps[n], st
+    listed = [j for j in client.list() if j["name"] in steps]
+    assert sorted(j["name"] for j in listed) == sorted(names), "a submission lost or doubled"
+    assert {j["id"] for j in listed} == set(ids.values())
+    check_launches(client.call("launches"))
+    per_job = {n: check_steps(logs[n], steps[n], slack=CKPT) for n in names}
+    restarts = _restarts(client) - start_restarts
+    assert restarts >= n_kills
+    record(
+        "scheduler_crashes",
+        {
+            "jobs": n_jobs,
+            "kills": kills,
+            "restarts": restarts,
+            "finished_exact": sum(1 for n in names if results[n]["steps_done"] == steps[n]),
+            "submissions_accepted_once": len(listed),
+            "steps_repeated": sum(p["repeated"] for p in per_job.values()),
+            "generations": sum(p["generations"] for p in per_job.values()),
+        },
+    )
+
+
+def _kill_workers_of(live: LiveCluster, client: Any, job_id: str) -> list[int]:
+    """SIGKILL the Train worker processes on the job's nodes (only it runs now)."""
+    nodes = {n for n, _ in client.status(job_id)["assignment"]["nodes"]}
+    victims = wait_for(
+        lambda: [w for w in train_workers(live.address) if w.node_id in nodes],
+        120,
+        "the job's Train workers",
+    )
+    for w in victims:
+        os.kill(w.pid, 9)
+    return [w.pid for w in victims]
+
+
+def test_a_killed_train_worker_restarts_from_its_checkpoint_then_fails_past_the_limit(
+    client: Any, live: LiveCluster, tmp_path: Path
+) -> None:
+    log = tmp_path / "victim.log"
+    cfg = {"step_sleep_s": 0.1, "checkpoint_every": CKPT}
+    victim = client.submit(job("victim", 1000, log, workers=1, throughput=BOTH, config=cfg))
+    raises = client.submit(
+        {
+            "name": "raises",
+            "total_steps": 50,
+            "workers": 1,
+            "throughput": BOTH,
+            "entrypoint": "tests.chaos.entrypoints:failing_loop",
+            "config": {"fail_at": 12, "checkpoint_every": 5},
+        }
+    )
+    st = client.wait(raises, timeout=300)
+    assert st["status"] == "failed" and st["generation"] == 1, st  # no retry of a code bug
+    assert "the job's code raised" in st["reason"] and "ValueError" in st["reason"], st
+    wait_for(lambda: len(step_lines(log)) >= 25, 300, "the victim's progress")
+    pids = [_kill_workers_of(live, client, victim)]
+    wait_for(lambda: {g for g, _ in step_lines(log)} >= {1, 2}, 300, "generation 2 stepping")
+    gen1 = [s for g, s in step_lines(log) if g == 1]
+    gen2 = [s for g, s in step_lines(log) if g == 2]
+    assert gen2[0] % CKPT == 0 and max(gen1) + 1 - CKPT <= gen2[0] <= max(gen1) + 1, (
+        f"generation 2 did not resume from the last checkpoint: {max(gen1)} -> {gen2[0]}"
+    )
+    wait_for(lambda: len([1 for g, _ in step_lines(log) if g == 2]) >= 15, 300, "progress")
+    pids.append(_kill_workers_of(live, client, victim))
+    st = client.wait(victim, timeout=300)
+    assert st["status"] == "failed", st
+    assert "Train worker process died" in st["reason"] and "retry limit 1" in st["reason"], st
+    assert "crashed 2 times" in st["reason"], st
+    record(
+        "train_worker_kill",
+        {
+            "killed_pids": pids,
+            "resumed_at_step": gen2[0],
+            "last_step_before_kill": max(gen1),
+            "steps_lost": max(gen1) + 1 - gen2[0],
+            "checkpoint_every": CKPT,
+            "reason": st["reason"],
+            "code_error_reason": client.status(raises)["reason"],
+        },
+    )
+
+
+def test_a_lost_node_requeues_its_job_and_a_returning_node_is_used(
+    client: Any, live: LiveCluster, tmp_path: Path
+) -> None:
+    log = tmp_path / "moved.log"
+    cfg = {"step_sleep_s": 0.1, "checkpoint_every": CKPT}
+    total = size(120, 200)
+    thr = {"k80": 1.0, "p100": 0.5}
+    jid = client.submit(job("moved", total, log, workers=2, throughput=thr, config=cfg))
+    wait_for(lambda: len(step_lines(log)) >= 25, 300, "progress on the K80 node")
+    first = client.status(jid)["assignment"]
+    assert first["gpu_type"] == "k80", first
+    lost = first["nodes"][0][0]
+    at_kill = max(s for _, s in step_lines(log))
+    live.cluster.remove_node(live.nodes.pop(lost), allow_graceful=False)  # SIGKILL
+    st = client.wait(jid, timeout=600)
+    assert st["status"] == "finished" and st["steps_done"] == total, st
+    runs = [a for _t, j, _g, a in client.call("launches") if j == jid]
+    # The workers' deaths are seen before Ray declares the node dead (its health checks
+    # take seconds): the run may first be restarted in place, a generation that never
+    # starts, until the node's NodeDown re-queues the job onto the other node.
+    assert runs[-1]["gpu_type"] == "p100", runs
+    assert all([n for n, _ in a["nodes"]] == [lost] for a in runs[:-1]), runs
+    moved = check_steps(log, total, slack=CKPT)
+    came_back = live.add_gpu_node("k80", 2)
+    log2 = tmp_path / "back.log"
+    j2 = client.submit(job("back", 20, log2, workers=2, throughput={"k80": 1.0}))
+    st2 = client.wait(j2, timeout=600)
+    assert st2["status"] == "finished", st2
+    (launch,) = [a for _t, j, _g, a in client.call("launches") if j == j2]
+    assert [n for n, _ in launch["nodes"]] == [came_back], launch
+    record(
+        "node_loss",
+        {
+            "steps": total,
+            "last_step_before_kill": at_kill,
+            "steps_repeated": moved["repeated"],
+            "checkpoint_every": CKPT,
+            "runs": [a["gpu_type"] for a in runs],
+            "runs_on_the_lost_node": len(runs) - 1,
+            "returning_node_used": True,
+        },
+    )
+
+
+def test_hostile_payloads_leave_the_scheduler_alive_and_unchanged(client: Any) -> None:
+    import ray
+    from hypothesis import given
+    from hypothesis import strategies as st
+
+    from lyra_ray.model.errors import InputError
+    from lyra_ray.runtime.names import NAMESPACE, SCHEDULER_ACTOR
+    from lyra_ray.serving.spec import parse_service_spec
+    from tests.unit.fuzz_strategies import job_dicts, plausible_job, values
+    from tests.unit.fuzz_support import Outcomes, fuzz
+    from tests.unit.test_fuzz_boundary import _service_dicts
+
+    actor = ray.get_actor(SCHEDULER_ACTOR, namespace=NAMESPACE)
+    before, restarts = client.list(), _restarts(client)
+    out = Outcomes("live_scheduler")
+
+    runnable = plausible_job().map(lambda d: {**d, "entrypoint": "jobs.train_example:train_loop"})
+    jobs = st.one_of(job_dicts(), plausible_job(), runnable, values)
+
+    @fuzz
+    @given(jobs, _service_dicts(), values)
+    def case(raw: Any, service: Any, job_id: Any) -> None:
+        reply = ray.get(actor.check.remote(raw))
+        if reply["ok"]:  # valid here: leave it unsubmitted, the state must not change
+            out.counts["valid"] += 1
+        else:
+            out.refused(reply["error"], names_field=True)
+            sub = ray.get(actor.submit.remote(raw, None))
+            assert not sub["ok"] and sub["error"] == reply["error"], sub
+        try:
+            parse_service_spec(service)
+        except InputError as e:
+            dep = ray.get(actor.deploy_service.remote(service))
+            assert not dep["ok"] and dep["error"] == str(e), dep
+        if not (isinstance(job_id, str) and job_id in {j["id"] for j in before}):
+            assert ray.get(actor.status.remote(job_id)) is None
+            assert not ray.get(actor.cancel.remote(job_id))["ok"]
+
+    case()
+    assert client.list() == before and _restarts(client) == restarts
+    record("live_payloads", {**out.done(), "state_unchanged": True, "restarts": 0})

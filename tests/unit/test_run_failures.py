@@ -1,0 +1,100 @@
+"""How a run that ended badly is told apart and retried (issue #17, item 3).
+
+A Train worker process that dies is a crash: the run restarts from its checkpoint, up
+to the scheduler's retry limit, and then the job fails with a reason that says what
+happened and how often. The job's own code raising fails it at once (a rerun would
+raise again). Ray's own exception types, no cluster: the messages are Ray 2.60's.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from ray.train.v2._internal.exceptions import (
+    UserExceptionWithTraceback,
+    WorkerHealthCheckFailedError,
+)
+from ray.train.v2.api.exceptions import ControllerError, WorkerGroupError
+
+from lyra_ray import model as m
+from lyra_ray.runtime import ray_runtime, runs
+from lyra_ray.runtime.ray_runtime import RayRuntime, RunRecord
+
+DIED = (
+    "The actor died unexpectedly before finishing this task.\n\tclass_name: RayTrainWorker\n"
+    "\tpid: 8748\nThe actor is dead because its worker process has died. Worker exit type: "
+    "SYSTEM_ERROR Worker exit detail: Worker unexpectedly exits with a connection error code 2."
+)
+
+
+def test_a_dead_worker_process_is_a_crash_named_with_its_pid() -> None:
+    e = WorkerGroupError(
+        "...", {0: WorkerHealthCheckFailedError("A worker health check failed.", Exception(DIED))}
+    )
+    outcome, reason = runs.failure(e)
+    assert outcome == "crashed"
+    assert reason == "Train worker process died (rank 0, pid 8748, exit type SYSTEM_ERROR)"
+
+
+@pytest.mark.parametrize("wrapped", [False, True])
+def test_the_jobs_own_exception_is_a_failure_naming_it(wrapped: bool) -> None:
+    """Ray hands the user's exception over unwrapped (``WorkerGroupPollStatus.errors``);
+    a wrapped one is read the same way."""
+    err: Exception = ValueError("boom at 12")
+    if wrapped:
+        err = UserExceptionWithTraceback(err, "Traceback...\nValueError: boom at 12\n")
+    outcome, reason = runs.failure(WorkerGroupError("...", {0: err}))
+    assert outcome == "failed"
+    assert reason == "the job's code raised on worker rank 0: ValueError: boom at 12"
+
+
+def test_anything_else_from_ray_is_a_crash() -> None:
+    outcome, reason = runs.failure(ControllerError(RuntimeError("controller went away")))
+    assert outcome == "crashed" and "ControllerError" in reason and "\n" not in reason
+
+
+@pytest.fixture
+def runtime(monkeypatch: pytest.MonkeyPatch) -> RayRuntime:
+    """A RayRuntime with Ray's side effects recorded instead of made."""
+    started: list[tuple[str, int]] = []
+    monkeypatch.setattr(runs, "start_run", lambda req: started.append((req.job_id, req.generation)))
+    monkeypatch.setattr(runs, "kill_run", lambda job, gen: True)
+    monkeypatch.setattr(ray_runtime, "get_or_create_control", lambda: None)
+    spec = m.JobSpec(name="j", total_steps=100.0, entrypoint="a:b", throughput={"k80": 1.0})
+    rt = RayRuntime(lambda _j: spec, "/tmp/lyra-unused", max_restarts=2)
+    rt.inventory.nodes = {"n1": m.Node("n1", "k80", 2)}
+    rt.inventory.gpu_label = {"n1": "k80"}
+    rt.started = started  # type: ignore[attr-defined]
+    return rt
+
+
+def _run(rt: RayRuntime) -> RunRecord:
+    a = {"gpu_type": "k80", "workers": 1, "nodes": [["n1", 1]], "partner": None}
+    rt._start("j", a)
+    return rt.runs["j"]
+
+
+def test_a_crash_restarts_until_the_limit_then_the_job_fails_saying_why(
+    runtime: RayRuntime,
+) -> None:
+    events: list[Any] = []
+    r = _run(runtime)
+    for _ in range(2):  # two restarts from the checkpoint are allowed
+        events = runtime._ended(r, "crashed", 30.0, "Train worker process died (rank 0)")
+        assert events == [m.JobProgress("j", 30.0)]
+        r = runtime.runs["j"]
+    assert [g for _j, g in runtime.started] == [1, 2, 3]  # type: ignore[attr-defined]
+    (failed,) = runtime._ended(r, "crashed", 40.0, "Train worker process died (rank 0)")
+    assert isinstance(failed, m.JobFailed)
+    assert failed.reason == (
+        "run crashed 3 times, retry limit 2 restarts from checkpoint; "
+        "last: Train worker process died (rank 0)"
+    )
+
+
+def test_the_jobs_own_error_fails_it_without_a_restart(runtime: RayRuntime) -> None:
+    r = _run(runtime)
+    (failed,) = runtime._ended(r, "failed", 12.0, "the job's code raised: ValueError")
+    assert failed == m.JobFailed("j", "the job's code raised: ValueError")
+    assert len(runtime.started) == 1  # type: ignore[attr-defined]
