@@ -14,7 +14,7 @@ import contextlib
 import os
 import time
 import uuid
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -32,7 +32,7 @@ import ray
 
 from lyra_ray.model import JobSpec
 from lyra_ray.model.errors import InputError
-from lyra_ray.model.spec import load_job_file, parse_job_spec
+from lyra_ray.model.spec import load_job_entries, parse_job_spec
 from lyra_ray.model.state import spec_to_dict
 from lyra_ray.runtime.names import NAMESPACE, SCHEDULER_ACTOR
 from lyra_ray.serving.spec import parse_service_spec
@@ -49,7 +49,9 @@ class LyraError(RuntimeError):
 class Client:
     def __init__(self, address: str | None = None, retry_s: float = 60.0) -> None:
         if not ray.is_initialized():
-            ray.init(address=address or "auto", log_to_driver=False)
+            from lyra_ray.runtime.quiet import init_ray
+
+            init_ray(address or "auto")
         self.retry_s = retry_s
         self._actor = self._lookup()
 
@@ -84,7 +86,13 @@ class Client:
     @staticmethod
     def _to_dict(job: JobSpec | Mapping[str, Any]) -> dict[str, Any]:
         if isinstance(job, JobSpec):
-            return spec_to_dict(job)
+            d = spec_to_dict(job)
+            if d.pop("throughput_by_size", None) is not None:
+                raise SpecError(
+                    f"job {job.name!r}: a JobSpec planned from a model cannot be sent as "
+                    "is; submit the job's mapping (with its 'model') instead"
+                )
+            return d
         if not isinstance(job, Mapping):
             raise SpecError(f"job: expected a JobSpec, a dict or a path, got {type(job).__name__}")
         parse_job_spec(job, source=f"job {job.get('name')!r}" if job.get("name") else "job")
@@ -105,12 +113,17 @@ class Client:
 
     def submit_file(self, path: str | Path) -> list[str]:
         """Queue every job of a YAML job list, after validating all of them."""
-        specs = load_job_file(path)
-        for s in specs:
-            reply: dict[str, Any] = self._call("check", spec_to_dict(s), retry=False)
+        return self.submit_entries(load_job_entries(path))
+
+    def submit_entries(self, entries: Sequence[Mapping[str, Any]]) -> list[str]:
+        """Queue every job mapping, after the scheduler has accepted all of them: one
+        refused job queues none."""
+        raws = [self._to_dict(e) for e in entries]
+        for raw in raws:
+            reply: dict[str, Any] = self._call("check", raw, retry=False)
             if not reply.get("ok"):
                 raise SpecError(str(reply.get("error")))
-        return [self.submit(s) for s in specs]
+        return [self.submit(raw) for raw in raws]
 
     # ------------------------------------------------------------------ inspect
 

@@ -63,4 +63,5 @@ def serve_main(args: argparse.Namespace) -> int:
             f"expert chunks {stats['chunks']}, borrowed {stats['borrowed']}, "
             f"parameter fetches {stats['fetched']}"
         )
+    print(f"moe serve: done after {args.duration:.0f} s; its private cluster is shut down")
     return 0

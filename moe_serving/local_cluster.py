@@ -45,6 +45,9 @@ def local_cluster(
     from ray import serve
     from ray.cluster_utils import Cluster
 
+    from lyra_ray.runtime.quiet import init_ray, quiet_nodes, silenced
+
+    quiet_nodes()
     # Ray keeps sessions under <RAY_TMPDIR>/ray and writes the "current cluster" address file
     # there too: both must be ours, or another user's ray.init() could find our cluster.
     base = temp_dir or os.environ.get("RAY_TMPDIR") or f"/tmp/ray-moe-{os.getpid()}"
@@ -69,15 +72,16 @@ def local_cluster(
         },
     )
     try:
-        ray.init(address=cluster.address, logging_level=logging.WARNING)
+        init_ray(cluster.address)
         serve.start(http_options={"host": "127.0.0.1", "port": free_port()})
         yield LocalCluster(
             cluster.address, f"http://127.0.0.1:{dash}", f"http://127.0.0.1:{metrics_port}/metrics"
         )
     finally:
-        try:
-            serve.shutdown()  # type: ignore[no-untyped-call]
-        except Exception:  # the cluster may already be half gone; shutdown must go on
-            log.exception("serve.shutdown failed")
-        ray.shutdown()
-        cluster.shutdown()  # type: ignore[no-untyped-call]
+        with silenced():
+            try:
+                serve.shutdown()  # type: ignore[no-untyped-call]
+            except Exception:  # the cluster may already be half gone; shutdown must go on
+                log.exception("serve.shutdown failed")
+            ray.shutdown()
+            cluster.shutdown()  # type: ignore[no-untyped-call]

@@ -48,6 +48,7 @@ def register(sub: Any) -> None:
     p.add_argument("job_id", nargs="?")
     p.add_argument("--address", default=None)
     p.add_argument("--json", action="store_true")
+    p.add_argument("--wide", action="store_true", help="every column, nothing cut")
     p.add_argument(
         "--watch",
         type=float,
@@ -82,46 +83,62 @@ def _client(address: str | None) -> Any:
 
 
 def _submit(args: argparse.Namespace) -> int:
-    from lyra_ray.model.spec import load_job_file
+    from lyra_ray.model.spec import load_job_entries
 
-    load_job_file(args.file)  # shape errors before touching the cluster
+    entries = load_job_entries(args.file)  # shape errors before touching the cluster
     c = _client(args.address)
-    ids = c.submit_file(args.file)
+    ids = c.submit_entries(entries)
     for jid in ids:
         print(jid)
     if not args.wait:
+        print(f"submitted {len(ids)} job(s); follow them with `lyra status --watch`")
         return 0
     results = [c.wait(j, timeout=args.timeout) for j in ids]
     _print_table(results)
-    return 0 if all(r["status"] == "finished" for r in results) else 1
+    bad = [f"{r['id']} {r['status']}" for r in results if r["status"] != "finished"]
+    done = len(results) - len(bad)
+    print(f"{done} of {len(results)} job(s) finished" + (f"; not: {', '.join(bad)}" if bad else ""))
+    return 0 if not bad else 1
 
 
 def _fmt_assign(a: dict[str, Any] | None) -> str:
     return f"{a['gpu_type']} x {a['workers']}" if a else "-"
 
 
-def _print_table(rows: list[dict[str, Any]]) -> None:
+def _print_table(rows: list[dict[str, Any]], wide: bool = False) -> None:
+    """Jobs, one per line. The id is never cut (two jobs must not look alike); at 80
+    columns the other cells give way. ``wide``: also user, generation and reason."""
+    from rich import box
     from rich.console import Console
     from rich.table import Table
 
-    t = Table(title="lyra jobs")
-    for col in ("job", "user", "state", "GPU x workers", "progress", "queued", "run", "gen"):
-        t.add_column(col)
+    t = Table(title="lyra jobs", box=box.SIMPLE_HEAD, pad_edge=False)
+    t.add_column("job", no_wrap=True)
+    for col in ("state", "GPUs", "steps", "queued", "run"):
+        t.add_column(col, justify="right" if col in ("steps", "queued", "run") else "left")
+    if wide:
+        for col in ("user", "gen", "reason"):
+            t.add_column(col)
     for r in rows:
         total = float(r.get("total_steps") or 0)
         done = float(r.get("steps_done") or 0)
-        pct = f"{done:.0f}/{total:.0f} ({100 * done / total:.0f}%)" if total else "-"
-        t.add_row(
+        cells = [
             str(r["id"]),
-            str(r.get("user", "")),
             str(r["status"]),
             _fmt_assign(r.get("assignment")),
-            pct,
-            f"{r.get('queued_s', 0):.0f}s",
-            f"{r.get('run_s', 0):.0f}s",
-            str(r.get("generation", "")),
-        )
-    Console().print(t)
+            f"{done:.0f}/{total:.0f}" if total else "-",
+            f"{float(r.get('queued_s') or 0):.0f}s",
+            f"{float(r.get('run_s') or 0):.0f}s",
+        ]
+        if wide:
+            cells += [str(r.get("user", "")), str(r.get("generation", "")), r.get("reason") or ""]
+        t.add_row(*cells)
+    console = Console(width=None if wide else min(Console().width, 100))
+    console.print(t)
+    if not wide:
+        failed = [r for r in rows if r.get("reason")]
+        for r in failed:
+            console.print(f"{r['id']}: {r['reason']}", overflow="fold")
 
 
 def job_row(r: dict[str, Any]) -> dict[str, Any]:
@@ -193,14 +210,19 @@ def _status(args: argparse.Namespace) -> int:
             if args.json:
                 print(json.dumps(job_row(row), indent=2))
             else:
-                _print_table([row])
+                _print_table([row], args.wide)
         else:
             view = c.overview()
             if args.json:
                 print(json.dumps(status_json(view), indent=2))
             else:
                 _print_servers(view)
-                _print_table(view["jobs"])
+                _print_table(view["jobs"], args.wide)
+                states: dict[str, int] = {}
+                for j in view["jobs"]:
+                    states[j["status"]] = states.get(j["status"], 0) + 1
+                summary = ", ".join(f"{n} {s}" for s, n in sorted(states.items()))
+                print(f"{len(view['jobs'])} job(s): {summary or 'none yet'}")
         if not args.watch:
             return 0
         time.sleep(args.watch)
@@ -252,18 +274,26 @@ def _up(args: argparse.Namespace) -> int:
         args.inference,
         prometheus=args.prometheus,
     )
-    print(f"cluster up: {info['address']}  dashboard: {info['dashboard']}")
-    if info.get("auth_mode") == "token" and info.get("dashboard"):
-        print(
-            "dashboard login: it asks for a token; paste what "
-            f"`{Path(sys.executable).with_name('ray')} get-auth-token` prints "
-            "(the token lives in ~/.ray/auth_token)"
-        )
-    if info.get("prometheus"):
-        print(f"prometheus: {info['prometheus']} (scrapes every node; lyra_* metrics)")
+    print("# run these two lines in your shell, then `lyra submit FILE`, `lyra status`:")
     print(f"export RAY_ADDRESS={info['address']}")
     if info.get("auth_mode"):
         print(f"export RAY_AUTH_MODE={info['auth_mode']}")
+    if info.get("dashboard"):
+        print(f"dashboard: {info['dashboard']}")
+    if info.get("auth_mode") == "token" and info.get("dashboard"):
+        print(
+            "  it asks for a token: paste what "
+            f"`{Path(sys.executable).with_name('ray')} get-auth-token` prints"
+        )
+    if info.get("prometheus"):
+        print(f"prometheus: {info['prometheus']} (scrapes every node; lyra_* metrics)")
+    nodes = len(info.get("pids", [])) - 1 - (1 if info.get("prometheus") else 0)
+    policy = (info.get("config") or {}).get("policy", "?")
+    what = f"{nodes} GPU node(s) and " if args.local else ""
+    print(
+        f"cluster up at {info['address']}: {what}the scheduler (policy {policy}); "
+        "`lyra down` stops it"
+    )
     return 0
 
 
@@ -271,5 +301,8 @@ def _down(args: argparse.Namespace) -> int:
     from lyra_ray.runtime.local import down
 
     stopped = down(args.dir)
-    print(f"stopped {stopped} process group(s)")
+    if stopped:
+        print(f"cluster down: stopped the {stopped} process group(s) `lyra up` started")
+    else:
+        print("nothing to stop: no cluster started by `lyra up` is recorded here")
     return 0

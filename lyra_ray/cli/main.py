@@ -49,10 +49,14 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
+    from lyra_ray.runtime.quiet import quiet_loggers, set_verbose
+
+    set_verbose(bool(args.verbose))
     logging.basicConfig(
         level=logging.DEBUG if args.verbose else logging.WARNING,
         format="%(levelname)s %(name)s: %(message)s",
     )
+    quiet_loggers()
     if not getattr(args, "func", None):
         parser.print_help()
         return 2

@@ -39,6 +39,11 @@ def register(sub: Any) -> None:
     p.add_argument("--gpus-per-node", type=int, default=1, help="GPUs per server (default 1)")
     p.add_argument("--policy", default="fifo_nonpreemptive", help="policy name or module:Class")
     p.add_argument("--round-seconds", type=float, default=360.0, help="round length (s)")
+    p.add_argument(
+        "--backfill",
+        action="store_true",
+        help="hand GPUs idle mid-round to waiting jobs (as live; default: Gavel's rounds)",
+    )
     p.add_argument("--seed", type=int, default=0, help="seed for synthetic choices")
     p.add_argument(
         "--resize-overhead",
@@ -240,6 +245,7 @@ def run_simulate(args: argparse.Namespace) -> int:
         serving_demand=demand,
         placer=placer,
         network=network,
+        backfill=args.backfill,
     )
     console = Console(stderr=True)
     with Progress(

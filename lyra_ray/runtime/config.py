@@ -36,6 +36,10 @@ class SchedulerConfig:
     serve_host: str = "127.0.0.1"
     serve_port: int = 8000
     """Where Ray Serve's HTTP proxy listens for the inference services lyra owns."""
+    backfill: bool = True
+    """Hand GPUs that sit idle mid-round to waiting jobs at once (nobody is preempted),
+    instead of leaving them idle until the round ends (Gavel's way, which the simulator
+    keeps by default); see lyra_ray/scheduling/backfill.py."""
     metrics: bool = True
     """Export the scheduler's metrics through ``ray.util.metrics`` (docs/observability.md)."""
 
@@ -59,8 +63,10 @@ class SchedulerConfig:
                 isinstance(k, str) for k in cfg.policy_args
             ):
                 raise ValueError("field 'policy_args' must be a mapping of argument names")
-            if not isinstance(cfg.metrics, bool):
-                raise ValueError(f"field 'metrics' must be true or false, got {cfg.metrics!r}")
+            for flag in ("metrics", "backfill"):
+                v = getattr(cfg, flag)
+                if not isinstance(v, bool):
+                    raise ValueError(f"field '{flag}' must be true or false, got {v!r}")
             r = cfg.run_restarts
             if isinstance(r, bool) or not isinstance(r, int) or not 0 <= r <= 1000:
                 raise ValueError(f"field 'run_restarts' must be an integer in [0, 1000], got {r!r}")

@@ -25,6 +25,7 @@ from typing import Any
 from lyra_ray.model.errors import InputError
 from lyra_ray.model.spec import read_text_input, safe_load_yaml
 from lyra_ray.runtime.home import lyra_home
+from lyra_ray.runtime.quiet import init_ray, node_env
 
 log = logging.getLogger(__name__)
 
@@ -166,7 +167,7 @@ def _up(
     from lyra_ray.runtime.scheduler import start_scheduler
 
     if nodes_spec is not None:
-        env = dict(os.environ)
+        env = node_env()
         env.setdefault("RAY_TMPDIR", f"/tmp/lyra-{os.getuid()}")
         info["auth_mode"] = env["RAY_AUTH_MODE"] = os.environ["RAY_AUTH_MODE"]
         if info.get("prometheus"):  # the Ray dashboard's metrics views query it
@@ -197,7 +198,7 @@ def _up(
         _save(h, info)  # so that `down` works even if a later step fails
         _wait_port(port)
         os.environ["RAY_TMPDIR"] = env["RAY_TMPDIR"]
-        ray.init(address=address, log_to_driver=False)
+        init_ray(address)
         _wait_nodes(1)
         # One node at a time, each waited for: on a small, busy host a burst of raylets
         # registering with a GCS that is still starting times out ("node timed out
@@ -223,7 +224,7 @@ def _up(
                 _wait_nodes(expected, pid=info["pids"][-1], logfile=logfile)
                 log.info("%s node %s-%d up (%d GPUs)", pool, gpu, i, gpus)
     else:
-        ray.init(address=os.environ.get("RAY_ADDRESS", "auto"), log_to_driver=False)
+        init_ray(os.environ.get("RAY_ADDRESS", "auto"))
         info.update(address=ray.get_runtime_context().gcs_address, dashboard=None)
     start_scheduler({**vars(cfg)})
     if info.get("prometheus"):

@@ -70,6 +70,7 @@ class GlobalScheduler:
             rounds=default_rounds(policy, min_reset_interval_s=self.cfg.min_reset_interval_s),
             min_lease_s=self.cfg.min_lease_s,
             startup_grace_s=self.cfg.startup_grace_s,
+            backfill=self.cfg.backfill,
         )
         self.serving = ServingPool(
             lambda node: self.runtime.holds(node), self.cfg.serve_host, self.cfg.serve_port

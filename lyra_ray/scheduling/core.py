@@ -33,6 +33,7 @@ from lyra_ray import model as m
 from lyra_ray.model import Assignment, ClusterSnapshot, Decision, JobId, JobStatus, NodeId
 from lyra_ray.model.state import JobState
 from lyra_ray.scheduling import persist
+from lyra_ray.scheduling.backfill import idle_gpus_wanted, may_start_early
 from lyra_ray.scheduling.diff import job_actions
 from lyra_ray.scheduling.interfaces import Placer, RoundMechanismLike, Runtime, default_rounds
 from placement.placer import ConsolidatingPlacer
@@ -53,6 +54,7 @@ class SchedulerCore:
         min_lease_s: float = 0.0,
         startup_grace_s: float = 300.0,
         placer: Placer | None = None,
+        backfill: bool = False,
     ) -> None:
         """``min_lease_s`` > 0 keeps a launched or resized job on its GPUs, across round
         boundaries, until it has made progress for that long (or, if it never reports
@@ -62,6 +64,11 @@ class SchedulerCore:
         simulator models start-up as an overhead and leaves this at 0, as Gavel does.
         """
         self.policy = policy
+        self.backfill = backfill
+        """Hand GPUs idle mid-round to waiting jobs at once, preempting nobody
+        (:mod:`lyra_ray.scheduling.backfill`); off as in Gavel, on live."""
+        self._backfill = False
+        """Set by :meth:`fold` when idle GPUs have a waiting taker; consumed by decide."""
         self.min_lease_s = min_lease_s
         self.startup_grace_s = startup_grace_s
         self.throughputs = throughput_model
@@ -138,19 +145,36 @@ class SchedulerCore:
         self.now = now
         self._fold(events)
         self._tick = self._tick or tick
+        if not self._tick and self.backfill and self.next_round_s is not None:
+            self._backfill = self._backfill or (
+                may_start_early(events) and self._idle_gpus_wanted()
+            )
+
+    def _usable_types(self, job_id: JobId, workers: int) -> list[str]:
+        spec = self.jobs[job_id].spec
+        types = {n.gpu_type for n in self.nodes.values()}
+        return [t for t in sorted(types) if self.throughputs.throughput(spec, t, workers) > 0]
+
+    def _idle_gpus_wanted(self) -> bool:
+        running = [j.current for j in self._active.values() if j.current is not None]
+        waiting = [(j.id, j.spec.min_workers) for j in self._active.values() if j.current is None]
+        return bool(waiting) and idle_gpus_wanted(
+            self.nodes, self.lent, running, waiting, self.allocation.fractions, self._usable_types
+        )
 
     def decide(self) -> Decision:
         """Steps 2-7 over the folded state, and when the core wants to be stepped next."""
         tick, self._tick = self._tick, False
+        backfill, self._backfill = self._backfill and not tick, False
         actions, self._finishes = self._finishes, []
-        actions += self._cycle(tick)
+        actions += self._cycle(tick, backfill)
         if tick:
             self.next_round_s = None
         if self.next_round_s is None and self.allocation.fractions and self._active:
             self.next_round_s = self.now + self.round_s
         return Decision(tuple(actions), self.next_round_s)
 
-    def _cycle(self, tick: bool) -> list[m.Action]:
+    def _cycle(self, tick: bool, backfill: bool = False) -> list[m.Action]:
         """Steps 2-7, or nothing where they provably would change nothing.
 
         Two cases skip them: nothing the policy reads changed and no round boundary was
@@ -160,20 +184,21 @@ class SchedulerCore:
         (:meth:`_defer_policy`). Each is checked against the plain path by
         ``tests/unit/test_fast_paths.py``.
         """
-        if not self._dirty and not (tick and self.allocation.fractions):
+        rounds = tick or backfill
+        if not self._dirty and not (rounds and self.allocation.fractions):
             return []
-        if not tick and self.holds_mid_round():
+        if not rounds and self.holds_mid_round():
             self.cycles += 1
             return []
         snap = self.snapshot()
-        if self._dirty and not self._defer_policy(snap, tick):
+        if self._dirty and not self._defer_policy(snap, rounds):
             self.allocation = self.policy.allocate(snap)
             self._dirty = False
         previous = {j.id: j.current for j in self._active.values() if j.current is not None}
         lend = self.allocation.lend & self.nodes_info()[1] if self.allocation.lend else frozenset()
         if lend != self.lent:
             snap = self._with_lent(snap, frozenset(lend))
-        desired = self._desired(snap, previous, tick)
+        desired = self._desired(snap, previous, tick, backfill)
         placed = self.placer.place(desired, snap, previous, self.allocation.preferred_nodes)
         actions = self._diff(placed, previous, set(lend))
         self._must_place = False
@@ -357,18 +382,23 @@ class SchedulerCore:
         return dataclasses.replace(snap, lent_nodes=lent)
 
     def _desired(
-        self, snap: ClusterSnapshot, previous: dict[JobId, Assignment], tick: bool
+        self,
+        snap: ClusterSnapshot,
+        previous: dict[JobId, Assignment],
+        tick: bool,
+        backfill: bool = False,
     ) -> dict[JobId, Assignment]:
         alloc = self.allocation
         active = {j.id for j in snap.jobs}
         out = {j: Assignment(g, n) for j, (g, n) in alloc.workers.items() if j in active and n > 0}
         if alloc.fractions:
-            if tick:
-                pinned = (
-                    {j: a for j, a in previous.items() if j in active and self._leased(j)}
-                    if self.min_lease_s > 0
-                    else {}
-                )
+            if tick or backfill:
+                if backfill:  # idle GPUs only: every running job stays where it is
+                    pinned = {j: a for j, a in previous.items() if j in active}
+                elif self.min_lease_s > 0:
+                    pinned = {j: a for j, a in previous.items() if j in active and self._leased(j)}
+                else:
+                    pinned = {}
                 out.update(self.rounds.assign(snap, alloc, previous, pinned or None))
             else:  # mid-round: keep this round's assignment for jobs still running
                 for j, a in previous.items():

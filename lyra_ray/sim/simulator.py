@@ -51,11 +51,16 @@ class Simulator:
         max_time_s: float | None = None,
         placer: Placer | None = None,
         network: RateModel | None = None,
+        backfill: bool = False,
     ) -> None:
         """``placer`` replaces the core's consolidating placer; ``network`` makes a run's
-        rate depend on its placement (see :class:`~lyra_ray.sim.runtime.SimRuntime`)."""
+        rate depend on its placement (see :class:`~lyra_ray.sim.runtime.SimRuntime`);
+        ``backfill`` hands idle GPUs out mid-round as the live scheduler does (off:
+        Gavel's rounds)."""
         self.nodes = list(nodes)
-        self.core = SchedulerCore(policy, throughputs, round_s=round_s, placer=placer)
+        self.core = SchedulerCore(
+            policy, throughputs, round_s=round_s, placer=placer, backfill=backfill
+        )
         self.runtime = SimRuntime(throughputs, resize_overhead_s, network)
         self.round_s = round_s
         self.demand = sorted(serving_demand)

@@ -1,0 +1,108 @@
+"""Ray's and Serve's own chatter stays in their log files unless the user asks (``-v``).
+
+WHY: a newcomer reading ``lyra status`` or ``make demo`` should read lyra's lines, not
+"Connecting to existing Ray cluster", every Serve controller event or every raylet
+warning. Ray still writes all of it under its session's ``logs/`` directory; ``lyra -v``
+(or ``LYRA_VERBOSE=1``) brings it back to the terminal.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+import os
+from collections.abc import Iterator, Mapping, MutableMapping
+from typing import Any
+
+VERBOSE_ENV = "LYRA_VERBOSE"
+STARTUP_CONCURRENCY = "8"
+"""Worker processes a raylet may start at once. Ray's default is the node's CPU count
+(1 on our heads), and it warns on every driver as soon as four times that many start
+together, which a Serve deployment or a Train run on a small node does routinely."""
+
+_LOGGERS = ("ray", "ray.serve", "ray.train", "ray.tune", "ray.data")
+
+
+def verbose() -> bool:
+    return os.environ.get(VERBOSE_ENV, "") not in ("", "0")
+
+
+def set_verbose(on: bool) -> None:
+    """Record the CLI's ``-v`` for everything this process and its children start."""
+    if on:
+        os.environ[VERBOSE_ENV] = "1"
+    else:
+        os.environ.pop(VERBOSE_ENV, None)
+
+
+def quiet_loggers() -> None:
+    """Ray's Python loggers in this process: warnings and worse only (unless verbose)."""
+    if verbose():
+        return
+    for name in _LOGGERS:
+        logging.getLogger(name).setLevel(logging.WARNING)
+
+
+def init_ray(address: str | None = None, **kwargs: Any) -> None:
+    """``ray.init`` for a lyra client or driver: workers' output and Ray's INFO lines go
+    to the terminal only when verbose."""
+    import ray
+
+    loud = verbose()
+    if "runtime_env" not in kwargs and _job_driver_without_env_config():
+        # Inside `ray job submit --working-dir D`, the driver's cwd is D's unpacked copy;
+        # Ray 2.60's eager install for the driver's own job unpacks D again *over* it
+        # (overwrite=True), so the cwd vanishes under the running driver (relative paths
+        # fail; torch then cannot even load). Nothing here needs the eager install.
+        kwargs["runtime_env"] = {"config": {"eager_install": False}}
+    kwargs.setdefault("log_to_driver", loud)
+    kwargs.setdefault("logging_level", logging.INFO if loud else logging.WARNING)
+    ray.init(address=address, **kwargs)
+    quiet_loggers()
+
+
+def _job_driver_without_env_config() -> bool:
+    """A driver started by Ray's job manager whose job sets no runtime-env ``config``
+    (ours would then conflict with it)."""
+    raw = os.environ.get("RAY_JOB_CONFIG_JSON_ENV_VAR")
+    if not raw:
+        return False
+    try:
+        env = json.loads(raw).get("runtime_env") or {}
+    except (ValueError, AttributeError):
+        return False
+    return isinstance(env, dict) and "config" not in env
+
+
+def node_env(env: Mapping[str, str] | None = None) -> dict[str, str]:
+    """The environment for a Ray node this process starts (``ray start``, or a
+    ``cluster_utils`` node): the raylet's startup concurrency raised unless set."""
+    out = dict(os.environ if env is None else env)
+    out.setdefault("RAY_worker_maximum_startup_concurrency", STARTUP_CONCURRENCY)
+    return out
+
+
+def quiet_nodes(environ: MutableMapping[str, str] | None = None) -> None:
+    """For clusters started in this process (``cluster_utils``): nodes inherit this."""
+    target = os.environ if environ is None else environ
+    target.setdefault("RAY_worker_maximum_startup_concurrency", STARTUP_CONCURRENCY)
+
+
+@contextlib.contextmanager
+def silenced() -> Iterator[None]:
+    """Drop what Ray prints while a cluster shuts down (unless verbose).
+
+    WHY: tearing Serve down fails the driver's own long-poll tasks on purpose, and Ray's
+    error listener prints each failure ("Task ServeController... failed"); that is noise
+    on the last lines a user reads. Ray writes it to its log files all the same.
+    """
+    if verbose():
+        yield
+        return
+    with (
+        open(os.devnull, "w") as null,
+        contextlib.redirect_stdout(null),
+        contextlib.redirect_stderr(null),
+    ):
+        yield
