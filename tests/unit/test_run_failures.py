@@ -98,3 +98,28 @@ def test_the_jobs_own_error_fails_it_without_a_restart(runtime: RayRuntime) -> N
     (failed,) = runtime._ended(r, "failed", 12.0, "the job's code raised: ValueError")
     assert failed == m.JobFailed("j", "the job's code raised: ValueError")
     assert len(runtime.started) == 1  # type: ignore[attr-defined]
+
+
+def test_reconcile_adopts_a_run_started_after_the_last_commit(
+    runtime: RayRuntime, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The scheduler died between applying a Launch and committing its runs table: the
+    control actor knows generation 1, the restored table does not. Reconcile adopts it;
+    starting generation 1 again would run it twice (the fault hook's ``after_apply``)."""
+    killed: list[tuple[str, int]] = []
+    monkeypatch.setattr(runs, "kill_run", lambda job, gen: killed.append((job, gen)) or True)
+    a = m.Assignment("k80", 1, (("n1", 1),))
+    records = {
+        "j": {"generation": 1, "steps": 7.0, "outcome": None},
+        "gone": {"generation": 3, "steps": 0.0, "outcome": None},  # not wanted any more
+    }
+    runtime.runs["gone"] = RunRecord("gone", 2, {"nodes": [["n1", 1]]}, 0.0)
+    runtime.generations["gone"] = 2
+    runtime._adopt_unrecorded({"j": a}, records)
+    assert runtime.runs["j"].generation == 1 and runtime.generations["j"] == 1
+    assert [(j, g) for _t, j, g, _a in runtime.launches] == [("j", 1)]
+    assert runtime.started == []  # type: ignore[attr-defined]
+    assert "gone" not in runtime.runs and runtime.generations["gone"] == 3
+    assert ("gone", 3) in killed and ("gone", 2) in killed
+    runtime._start("j", runtime.runs["j"].assignment)  # a later start takes the next number
+    assert runtime.started == [("j", 2)]  # type: ignore[attr-defined]
