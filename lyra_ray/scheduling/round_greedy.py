@@ -80,9 +80,16 @@ def greedy(
     gpus: Mapping[GpuType, int],
     prev: Mapping[JobId, Assignment],
     pinned: Mapping[JobId, Assignment],
+    unallocated: frozenset[JobId] = frozenset(),
 ) -> dict[JobId, Assignment]:
     """Types in ``order``, each type's entries best first (:func:`rank`): take an entry
     whose job(s) do not run yet and whose gang fits what is left of the type.
+
+    A job in ``unallocated`` (active, but unknown to the allocation in force: it arrived
+    after the last reset) is taken like any other, its GPUs counted as used, yet it is
+    not run: Gavel's ``_schedule_jobs_on_workers`` selects it and then skips it
+    (``job_id not in self._allocation``), so it waits for the next reset and the GPUs
+    it was given stay idle this round.
 
     A type ranks only the entries still unplaced when its turn comes: the others would
     be skipped anyway, and the sort is stable, so the outcome is the same as ranking all.
@@ -95,17 +102,18 @@ def greedy(
             left[a.gpu_type] -= a.workers
     left = {g: c for g, c in left.items() if c > 0}
     singles = all(r[0] in active for r in rows)  # no pairs: a key is placed iff in ``out``
+    held: set[JobId] = set()  # unallocated jobs taken this round (they do not run)
     for gt in order:
         if not left:
             break  # every GPU is taken
         free = left.get(gt, 0)
         if free <= 0:
             continue
-        if out:
+        if out or held:
             if singles:
-                rows = [r for r in rows if r[0] not in out]
+                rows = [r for r in rows if r[0] not in out and r[0] not in held]
             else:
-                rows = [r for r in rows if not _placed(r[0], out, active)]
+                rows = [r for r in rows if not _placed(r[0], out, active, held)]
             if not rows:
                 break  # every entry is placed
         for e in rank(rows, gt, totals.get(gt, 0.0), skip_zero):
@@ -114,12 +122,15 @@ def greedy(
             key = e[3]
             job = active.get(key)
             if job is not None:  # a single job (the common case)
-                if key in out:
+                if key in out or key in held:
                     continue
                 need = max(1, job.spec.min_workers)
                 if need > free:
                     continue
                 free -= need
+                if key in unallocated:
+                    held.add(key)
+                    continue
                 old = prev.get(key)
                 if old is not None and old.gpu_type == gt and old.partner is None:
                     out[key] = old  # lease extension: the same Assignment, nodes and all
@@ -127,7 +138,7 @@ def greedy(
                     out[key] = Assignment(gpu_type=gt, workers=need)
                 continue
             members = split_pair(key)
-            if any(m in out for m in members):
+            if any(m in out or m in held for m in members):
                 continue
             need = max(max(1, active[m].spec.min_workers) for m in members)
             if need > free:
@@ -147,7 +158,9 @@ def greedy(
     return out
 
 
-def _placed(key: str, out: Mapping[JobId, Assignment], active: Mapping[JobId, JobView]) -> bool:
+def _placed(
+    key: str, out: Mapping[JobId, Assignment], active: Mapping[JobId, JobView], held: set[JobId]
+) -> bool:
     if key in active:
-        return key in out
-    return any(m in out for m in split_pair(key))
+        return key in out or key in held
+    return any(m in out or m in held for m in split_pair(key))

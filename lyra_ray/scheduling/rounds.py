@@ -79,6 +79,9 @@ class RoundMechanism:
     """Speed-ups only: :meth:`RoundMemo.clear` at any moment changes no answer."""
     _thr: dict[JobId, Row] = field(default_factory=dict, repr=False)
     """This call's throughput rows, rebuilt at the start of every :meth:`assign`."""
+    _shuffler: tuple[int, random.Random] | None = field(default=None, repr=False)
+    """(rounds it has shuffled, Gavel's type shuffler); rebuilt from the seed and
+    ``state.rounds`` whenever they disagree, so it is a memo, not state."""
 
     def assign(
         self,
@@ -102,7 +105,9 @@ class RoundMechanism:
         order = self._type_order(gpus)
         rows = self._entry_rows(snap, active)
         wt, skip_zero = self.state.worker_time, self.skip_zero_priority
-        out = greedy(order, rows, wt, skip_zero, active, gpus, prev, pinned or {})
+        ref = self.state.alloc_ref
+        unallocated = frozenset(k for k in active if k not in ref) if ref else frozenset()
+        out = greedy(order, rows, wt, skip_zero, active, gpus, prev, pinned or {}, unallocated)
         self.state.rounds += 1
         return out
 
@@ -302,8 +307,22 @@ class RoundMechanism:
         policies that ask for it (Gavel's agnostic ones)."""
         order = self.memo.type_orders.order(self._thr, gpus)
         if self.shuffle_types:
-            random.Random(self.seed * 1_000_003 + self.state.rounds).shuffle(order)
+            self._type_shuffler(len(order)).shuffle(order)
         return order
+
+    def _type_shuffler(self, n_types: int) -> random.Random:
+        """Gavel's ``_worker_type_shuffler``: one ``Random(seed + 5)`` that shuffles the
+        type list once per round, in sequence. The stream is positioned at this round by
+        replaying ``state.rounds`` shuffles (of a list as long as this one) when the memo
+        is missing, e.g. after a restore, so a restored core shuffles alike."""
+        memo = self._shuffler
+        if memo is None or memo[0] != self.state.rounds:
+            rng = random.Random(self.seed + 5)
+            for _ in range(self.state.rounds):
+                rng.shuffle(list(range(n_types)))
+            memo = (self.state.rounds, rng)
+        self._shuffler = (memo[0] + 1, memo[1])
+        return memo[1]
 
     def _entry_rows(self, snap: ClusterSnapshot, active: Mapping[JobId, JobView]) -> list[EntryRow]:
         """Per candidate: (key, runnable types, X row, time row, deficit row)."""
