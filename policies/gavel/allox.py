@@ -70,8 +70,8 @@ def _transport(
 @register
 class AlloX(PolicyBase):
     name: ClassVar[str] = "allox"
-    shuffle_round_types: ClassVar[bool] = True
-    """Gavel shuffles GPU types each round for policies without "Perf" in the name."""
+    # No type shuffle: Gavel's name for it is "AlloX_Perf", and Gavel shuffles only for
+    # policies without "Perf" or "Packing" in the name.
 
     def allocate(self, snap: ClusterSnapshot) -> Allocation:
         p = build_problem(snap)

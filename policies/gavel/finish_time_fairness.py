@@ -1,48 +1,68 @@
 """Finish-time fairness (Themis' rho) as a sequence of LPs: Gavel's ``finish_time_fairness``.
 
-``rho_m(X) = (t_m + r_m / throughput(m, X)) / (t_m + r_m / iso_m)``: the job's expected
-finish time under X over its finish time under an equal share of the cluster (``t_m``
-time since arrival, ``r_m`` remaining steps). Gavel minimises ``max_m rho_m`` as one
-cvxpy problem with an ``inv_pos`` per job, a conic program that is slow to build and
-solve for many jobs. For a fixed rho the constraint ``rho_m <= rho`` is linear —
-``throughput(m, X) >= d_m(rho) = r_m / (rho b_m - t_m)`` — so we solve the max-min LP
-``max lambda s.t. throughput(m, X) >= lambda d_m(rho)`` and find the root of
-``lambda(rho) = 1`` by Newton steps on the LP's dual (safeguarded by the bracket of
-feasible rho, see :func:`solve_ftf`): a handful of warm-started LPs, each as fast as LAS.
+``rho_m(X) = (t_m + r_m / throughput(m, X)) / (c_m + r_m / iso_m)``: the job's expected
+finish time under X (``t_m`` time since arrival, ``r_m`` remaining steps) over its
+expected finish time had it always run on an equal share of the cluster, exactly as
+Gavel's ``FinishTimeFairnessPolicyWithPerf`` writes it: ``c_m`` is the *isolated time*
+of the work already done — at each recomputation the steps made since the previous one
+divided by the isolated throughput of that one, summed — and ``iso_m`` is the
+throughput under Gavel's isolated split (``X_mj = G_j / (n sf_m)``, each row divided by
+its own sum when that exceeds 1). That sum is the policy's state, kept across calls
+(``to_state``). The agnostic variant, as in Gavel, gives a job its throughput on the
+reference type (``v100``, else its fastest) on every type, not 1.0.
 
-Deviation, documented in docs/gavel.md: ``iso_m`` is the throughput under Gavel's
-isolated equal split (a fixed matrix) rather than under a solution of the agnostic LAS
-LP, whose optimal face is not unique. Like Gavel, priority weights are ignored.
+Gavel minimises ``max_m rho_m`` as one cvxpy problem with an ``inv_pos`` per job, a
+conic program that is slow to build and solve for many jobs. For a fixed rho the
+constraint ``rho_m <= rho`` is linear — ``throughput(m, X) >= d_m(rho) = r_m / (rho b_m
+- t_m)`` — so we solve the max-min LP ``max lambda s.t. throughput(m, X) >= lambda
+d_m(rho)`` and find the root of ``lambda(rho) = 1`` by Newton steps on the LP's dual
+(safeguarded by the bracket of feasible rho, see :func:`solve_ftf`): a handful of
+warm-started LPs, each as fast as LAS. Like Gavel, priority weights are ignored.
 """
 
 from __future__ import annotations
 
 import math
-from typing import ClassVar
+from collections.abc import Mapping
+from dataclasses import replace
+from typing import Any, ClassVar
 
 import numpy as np
+import scipy.sparse as sp
 from numpy.typing import NDArray
 
-from lyra_ray.model import Allocation, ClusterSnapshot
+from lyra_ray.model import Allocation, ClusterSnapshot, GpuType, JobId
 from policies.base import PolicyBase, register
 from policies.gavel.inputs import (
     FloatArray,
     Problem,
     build_problem,
-    isolated_allocation,
     to_allocation,
 )
 from policies.gavel.lp import base_constraints, utility_matrix
 from policies.gavel.warm import WarmMaxMin
 
 
-def ftf_inputs(p: Problem, now: float) -> tuple[FloatArray, FloatArray, FloatArray]:
-    """(t, r, b): time since arrival, remaining steps, isolated finish time per job."""
+def isolated_throughput(p: Problem) -> FloatArray:
+    """Throughput under Gavel's isolated split (``IsolatedPolicy.get_throughputs``)."""
+    x = np.tile(p.capacity / max(p.n, 1), (p.n, 1)) / p.sf[:, None]
+    x = x / np.maximum(x.sum(axis=1), 1.0)[:, None]
+    iso = (p.T * x).sum(axis=1)
+    out: FloatArray = np.where(iso > 0, iso, 1e-12)
+    return out
+
+
+def ftf_inputs(
+    p: Problem, now: float, done_isolated: FloatArray | None = None
+) -> tuple[FloatArray, FloatArray, FloatArray]:
+    """(t, r, b): time since arrival, remaining steps, isolated finish time per job.
+
+    ``done_isolated`` is ``c_m`` (see the module doc); without it, ``t_m`` stands in.
+    """
     t = np.array([max(0.0, now - j.arrival_s) for j in p.jobs]).reshape(p.n)
     r = np.array([max(j.remaining_steps, 1e-9) for j in p.jobs]).reshape(p.n)
-    iso = (p.T * isolated_allocation(p.sf, p.capacity)).sum(axis=1)
-    iso = np.where(iso > 0, iso, 1e-12)
-    return t, r, t + r / iso
+    c = t if done_isolated is None else done_isolated
+    return t, r, c + r / isolated_throughput(p)
 
 
 def rho_of(p: Problem, X: FloatArray, t: FloatArray, r: FloatArray, b: FloatArray) -> FloatArray:
@@ -52,21 +72,38 @@ def rho_of(p: Problem, X: FloatArray, t: FloatArray, r: FloatArray, b: FloatArra
     return out
 
 
-def solve_ftf(p: Problem, now: float, tol: float = 1e-10) -> tuple[FloatArray, float]:
+def solve_ftf(
+    p: Problem, now: float, tol: float = 1e-10, done_isolated: FloatArray | None = None
+) -> tuple[FloatArray, float]:
     """min_X max_m rho_m(X); returns (X, optimal max rho) over jobs that can run."""
-    t, r, b = ftf_inputs(p, now)
+    t, r, b = ftf_inputs(p, now, done_isolated)
     active: NDArray[np.bool_] = np.asarray(p.runnable.any(axis=1))
     if not active.any():
         return np.zeros((p.n, p.k)), 0.0
-    T = p.T * p.runnable
     A, bb = base_constraints(p.sf, p.capacity)
-    ub = p.runnable.astype(np.float64).ravel()
-    ymax = T.max(axis=1)
-    lo = float(np.max(((t + r / np.where(ymax > 0, ymax, 1.0)) / b)[active]))
+    U = utility_matrix(p.T * p.runnable)
+    x, rho = solve_rho(U, A, bb, p.runnable.astype(np.float64).ravel(), active, t, r, b, tol)
+    return x.reshape(p.n, p.k), rho
 
-    best_x = np.zeros((p.n, p.k))
+
+def solve_rho(
+    U: sp.csr_matrix,
+    A: sp.csr_matrix,
+    bb: FloatArray,
+    ub: FloatArray,
+    active: NDArray[np.bool_],
+    t: FloatArray,
+    r: FloatArray,
+    b: FloatArray,
+    tol: float = 1e-10,
+) -> tuple[FloatArray, float]:
+    """min over x of max_m rho_m, where job m's throughput is ``(U x)_m``: singles only
+    (:func:`solve_ftf`) or singles and pairs (``finish_time_fairness_packed``)."""
+    ymax = np.asarray(U.max(axis=1).todense()).ravel()  # best throughput of one variable
+    lo = float(np.max(((t + r / np.where(ymax > 0, ymax, 1.0)) / b)[active]))
+    best_x = np.zeros(U.shape[1])
     best_rho = math.inf
-    lp = WarmMaxMin(utility_matrix(T), A, bb, ub, demand=np.zeros(p.n))
+    lp = WarmMaxMin(U, A, bb, ub, demand=np.zeros(U.shape[0]))
 
     def demand(rho: float) -> FloatArray:
         out: FloatArray = np.where(active, r / np.maximum(rho * b - t, 1e-300), 0.0)
@@ -77,10 +114,12 @@ def solve_ftf(p: Problem, now: float, tol: float = 1e-10) -> tuple[FloatArray, f
         nonlocal best_x, best_rho
         lp.set_demand(demand(rho) / lp.scale)
         x, level, duals = lp.solve()
-        X = x.reshape(p.n, p.k)
-        achieved = float(np.max(rho_of(p, X, t, r, b)[active]))
+        y = U @ x
+        with np.errstate(divide="ignore"):
+            rhos = (t + r / np.maximum(y, 1e-300)) / b
+        achieved = float(np.max(rhos[active]))
         if achieved < best_rho:
-            best_rho, best_x = achieved, X
+            best_rho, best_x = achieved, x
         return level / lp.scale, np.maximum(duals, 0.0)
 
     # Newton on the dual: with the optimal dual y fixed, lambda(rho) = C / (y . d(rho)),
@@ -115,18 +154,76 @@ class FinishTimeFairnessPerf(PolicyBase):
 
     name: ClassVar[str] = "finish_time_fairness_perf"
     agnostic: ClassVar[bool] = False
+    reference_type: ClassVar[GpuType] = "v100"
+
+    def __init__(self) -> None:
+        self._done: dict[JobId, list[float]] = {}
+        """Per job: [isolated time of the work done, remaining steps and isolated
+        throughput at the previous call] (Gavel's ``_cumulative_isolated_time`` and its
+        two ``_prev_iteration`` dicts)."""
+
+    def to_state(self) -> dict[str, Any]:
+        return {"done": {j: list(v) for j, v in sorted(self._done.items())}}
+
+    def load_state(self, state: Mapping[str, Any]) -> None:
+        self._done = {str(j): [float(x) for x in v] for j, v in state.get("done", {}).items()}
+
+    def problem(self, snap: ClusterSnapshot) -> Problem:
+        p = build_problem(snap)
+        if not self.agnostic or p.n == 0:
+            return p
+        # Gavel's agnostic variant: every type offers the reference type's throughput.
+        if self.reference_type in p.gpu_types:
+            ref = p.T[:, p.gpu_types.index(self.reference_type)]
+        else:
+            ref = p.T.max(axis=1)
+        return replace(p, T=np.repeat(ref[:, None], p.k, axis=1))
+
+    def done_isolated(self, p: Problem) -> FloatArray:
+        """``c_m``, advanced by the steps made since the previous call (then remembered)."""
+        iso = isolated_throughput(p)
+        c = np.zeros(p.n)
+        done: dict[JobId, list[float]] = {}
+        for i, job in enumerate(p.jobs):
+            prev = self._done.get(job.id)
+            r = max(job.remaining_steps, 1e-9)
+            if prev is not None:
+                c[i] = prev[0] + (prev[1] - r) / prev[2]
+            done[job.id] = [float(c[i]), r, float(iso[i])]
+        self._done = done
+        return c
 
     def allocate(self, snap: ClusterSnapshot) -> Allocation:
-        p = build_problem(snap, agnostic=self.agnostic)
+        p = self.problem(snap)
         if p.n == 0 or p.k == 0:
+            self._done = {}
             return Allocation()
-        X, _ = solve_ftf(p, snap.now)
+        alloc = self._solve(snap, p, self.done_isolated(p))
+        if not self.agnostic:
+            return alloc
+        # The reference throughput lets X sit where the job cannot run; the rounds never
+        # use such entries (Gavel's skip them too), so they are dropped.
+        real = build_problem(snap).runnable
+        row_of = {job.id: i for i, job in enumerate(p.jobs)}
+        fractions = {
+            key: (
+                {g: (x if real[row_of[key], j] else 0.0) for j, (g, x) in enumerate(xs.items())}
+                if key in row_of
+                else dict(xs)
+            )
+            for key, xs in alloc.fractions.items()
+        }
+        return Allocation(fractions=fractions)
+
+    def _solve(self, snap: ClusterSnapshot, p: Problem, done: FloatArray) -> Allocation:
+        X, _ = solve_ftf(p, snap.now, done_isolated=done)
         return to_allocation(p, X)
 
 
 @register
 class FinishTimeFairness(FinishTimeFairnessPerf):
-    """Agnostic variant: every throughput is 1 (Gavel: ``finish_time_fairness``)."""
+    """Agnostic variant (Gavel: ``finish_time_fairness``): the reference type's throughput
+    on every type."""
 
     name: ClassVar[str] = "finish_time_fairness"
     shuffle_round_types: ClassVar[bool] = True

@@ -1,4 +1,5 @@
-"""Space-sharing ("packed") variants: LAS, makespan and water-filling over jobs and pairs.
+"""Space-sharing ("packed") variants over jobs and pairs: LAS, makespan, water-filling,
+finish-time fairness and cost with SLOs (Gavel's ``*_packed`` / ``*_packed_SLOs``).
 
 Variables are X for single jobs and for the pruned candidate pairs
 (:mod:`policies.gavel.pairs`). A job's time constraint counts its pairs; a pair uses its
@@ -9,16 +10,19 @@ scale factor, over priority weight.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import ClassVar
 
 import numpy as np
 import scipy.sparse as sp
 from numpy.typing import NDArray
 
-from lyra_ray.model import Allocation, ClusterSnapshot
+from lyra_ray.model import Allocation, ClusterSnapshot, GpuType
 from policies.base import PolicyBase, register
+from policies.gavel.cost import DEFAULT_PRICES, prices, slo_floors
+from policies.gavel.finish_time_fairness import FinishTimeFairnessPerf, ftf_inputs, solve_rho
 from policies.gavel.inputs import FloatArray, Problem, build_problem, to_allocation
-from policies.gavel.lp import base_constraints, max_min
+from policies.gavel.lp import SolverError, base_constraints, max_min, solve_min
 from policies.gavel.pairs import Pairs, candidate_pairs
 from policies.gavel.water_filling import hierarchical_weights, water_fill
 
@@ -117,3 +121,56 @@ class MaxMinFairnessWaterFillingPacked(_Packed):
         per_job = _las_scale(p) * p.weights / hierarchical_weights(p)
         x, _ = water_fill(packed_utility(p, pairs, per_job), A, b, ub, active)
         return _split(p, pairs, x)
+
+
+@register
+class FinishTimeFairnessPacked(FinishTimeFairnessPerf):
+    """Finish-time fairness where a job's throughput counts its pairs (Gavel's
+    ``FinishTimeFairnessPolicyWithPacking``): same rho, same isolated yardstick (the
+    job alone on the equal split), same cumulative isolated time."""
+
+    name: ClassVar[str] = "finish_time_fairness_packed"
+
+    def __init__(self, top_k: int = 8) -> None:
+        super().__init__()
+        self.top_k = top_k
+
+    def _solve(self, snap: ClusterSnapshot, p: Problem, done: FloatArray) -> Allocation:
+        pairs, A, b, ub, active = _setup(snap, p, self.top_k)
+        if not active.any():
+            return to_allocation(p, np.zeros((p.n, p.k)))
+        t, r, bound = ftf_inputs(p, snap.now, done)
+        U = packed_utility(p, pairs, np.ones(p.n)).tocsr()
+        x, _ = solve_rho(U, A, b, ub, active, t, r, bound)
+        return _split(p, pairs, x)
+
+
+@register
+class MaxSumThroughputNormalizedByCostPackedSLOs(_Packed):
+    """Throughput per dollar over jobs and pairs, with SLO rows (Gavel's
+    ``ThroughputNormalizedByCostSumWithPackingSLOs``): maximise the sum over jobs of
+    their throughput (alone and in pairs) divided by the GPU type's price, subject to
+    ``throughput(m) >= remaining_m / time_left_m`` for jobs with an SLO; SLO rows that
+    make the LP infeasible are dropped, as Gavel does."""
+
+    name: ClassVar[str] = "max_sum_throughput_normalized_by_cost_packed_SLOs"
+
+    def __init__(self, top_k: int = 8, prices: Mapping[GpuType, float] | None = None) -> None:
+        super().__init__(top_k)
+        self.prices = dict(DEFAULT_PRICES if prices is None else prices)
+
+    def _solve(self, snap: ClusterSnapshot, p: Problem) -> Allocation:
+        pairs, A, b, ub, _ = _setup(snap, p, self.top_k)
+        U = packed_utility(p, pairs, np.ones(p.n)).tocsr()
+        per_col = np.tile(prices(p, self.prices), p.n + pairs.size)
+        c = -np.asarray(U.sum(axis=0)).ravel() / per_col
+        floors = slo_floors(p, snap.now)
+        if floors:
+            rows = np.array(sorted(floors), dtype=np.int64)
+            A2 = sp.vstack([A, -U[rows]]).tocsr()
+            b2 = np.concatenate([b, -np.array([floors[int(i)] for i in rows])])
+            try:
+                return _split(p, pairs, solve_min(c, A2, b2, ub)[0])
+            except SolverError:
+                pass
+        return _split(p, pairs, solve_min(c, A, b, ub)[0])

@@ -12,7 +12,7 @@ import cvxpy as _cvxpy
 import numpy as np
 from numpy.typing import NDArray
 
-from policies.gavel.inputs import FloatArray, Problem, isolated_allocation
+from policies.gavel.inputs import FloatArray, Problem
 
 cp: Any = _cvxpy  # cvxpy ships no type stubs
 SOLVER = "CLARABEL"
@@ -54,7 +54,10 @@ def las_level(p: Problem, coef: FloatArray) -> float:
 def ftf_rho(p: Problem, now: float) -> float:
     t = np.array([max(0.0, now - j.arrival_s) for j in p.jobs])
     r = np.array([max(j.remaining_steps, 1e-9) for j in p.jobs])
-    iso = (p.T * isolated_allocation(p.sf, p.capacity)).sum(axis=1)
+    # Gavel's IsolatedPolicy: each row of the equal split divided by its own sum if > 1.
+    iso_x = np.tile(p.capacity / max(p.n, 1), (p.n, 1)) / p.sf[:, None]
+    iso_x = iso_x / np.maximum(iso_x.sum(axis=1), 1.0)[:, None]
+    iso = (p.T * iso_x).sum(axis=1)
     b = t + r / np.where(iso > 0, iso, 1e-12)
     x = cp.Variable((p.n, p.k))
     act = np.flatnonzero(p.runnable.any(axis=1))
