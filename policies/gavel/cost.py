@@ -17,7 +17,7 @@ import numpy as np
 from lyra_ray.model import Allocation, ClusterSnapshot, GpuType
 from policies.base import PolicyBase, register
 from policies.gavel.inputs import FloatArray, Problem, build_problem, to_allocation
-from policies.gavel.max_sum_throughput import solve_sum
+from policies.gavel.max_sum_throughput import centre_of_sum, solve_sum
 
 DEFAULT_PRICES: dict[GpuType, float] = {"v100": 3.06, "p100": 1.46, "k80": 0.90}
 """USD per GPU-hour (cloud on-demand list prices of the Gavel paper's era)."""
@@ -53,7 +53,10 @@ class MaxSumThroughputNormalizedByCostPerf(PolicyBase):
         if p.n == 0 or p.k == 0:
             return Allocation()
         floors = slo_floors(p, snap.now) if self.use_slos else None
-        X, _ = solve_sum(p, cost=prices(p, self.prices), min_throughput=floors)
+        cost = prices(p, self.prices)
+        X, _ = solve_sum(p, cost=cost, min_throughput=floors)
+        if not floors:  # Gavel's traces carry no SLOs: ECOS's point of the optimal face
+            X = centre_of_sum(p, X, cost)
         return to_allocation(p, X)
 
 

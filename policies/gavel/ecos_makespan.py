@@ -23,22 +23,41 @@ from policies.gavel.ecos_las import _solve
 from policies.gavel.inputs import FloatArray
 
 
-def _feasible(
+def feasible_point(
     T: FloatArray, sf: FloatArray, capacity: FloatArray, need: FloatArray
 ) -> FloatArray | None:
     """ECOS's point in ``{x : base constraints, T x >= need}``, or ``None``."""
+    return ecos_point(np.zeros(T.size), T, sf, capacity, need)
+
+
+def ecos_point(
+    cost: FloatArray,
+    T: FloatArray,
+    sf: FloatArray,
+    capacity: FloatArray,
+    need: FloatArray | None = None,
+) -> FloatArray | None:
+    """ECOS's answer to ``min cost . x`` over Gavel's base constraints (``x >= 0`` as
+    rows, no ``x <= 1``), plus ``T x >= need`` rows if given; ``None`` unless ECOS
+    reports exit flag 0. With a constant objective this is a point near the centre of
+    the feasible set; with an LP objective, near the centre of its optimal face — the
+    allocation Gavel's cvxpy + ECOS returns for the same problem."""
     n, k = T.shape
     nx = n * k
-    eye = sp.identity(nx, format="csc")
-    jobs = sp.kron(sp.identity(n), np.ones((1, k)), format="csc")  # sum over types
-    types = sp.kron(sf.reshape(1, n), sp.identity(k), format="csc")  # sf-weighted per type
-    thr = sp.csc_matrix((T.ravel(), (np.repeat(np.arange(n), k), np.arange(nx))), shape=(n, nx))
-    G = sp.vstack([-eye, types, jobs, -thr], format="csc")
-    h = np.concatenate([np.zeros(nx), capacity, np.ones(n), -need])
+    blocks = [
+        -sp.identity(nx, format="csc"),
+        sp.kron(sf.reshape(1, n), sp.identity(k), format="csc"),  # GPUs per type
+        sp.kron(sp.identity(n), np.ones((1, k)), format="csc"),  # time per job
+    ]
+    h = [np.zeros(nx), capacity, np.ones(n)]
+    if need is not None:
+        rows = (np.repeat(np.arange(n), k), np.arange(nx))
+        blocks.append(-sp.csc_matrix((T.ravel(), rows), shape=(n, nx)))
+        h.append(-need)
+    G = sp.vstack(blocks, format="csc")
     G.sort_indices()
-    sol = _solve(
-        np.zeros(nx), (G.data, G.indices.astype(np.int64), G.indptr.astype(np.int64)), G.shape[0], h
-    )
+    csc = (G.data, G.indices.astype(np.int64), G.indptr.astype(np.int64))
+    sol = _solve(np.asarray(cost, dtype=np.float64), csc, G.shape[0], np.concatenate(h))
     if int(sol["info"]["exitFlag"]) != 0:
         return None
     out: FloatArray = np.clip(np.asarray(sol["x"], dtype=np.float64).reshape(n, k), 0.0, 1.0)
@@ -54,7 +73,7 @@ def gavel_makespan(
     while best is None:
         while 1.05 * min_t < max_t:
             t = (min_t + max_t) / 2.0
-            x = _feasible(T, sf, capacity, remaining / t)
+            x = feasible_point(T, sf, capacity, remaining / t)
             if x is not None:
                 best, max_t = x, t
             else:

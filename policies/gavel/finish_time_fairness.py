@@ -33,6 +33,7 @@ from numpy.typing import NDArray
 
 from lyra_ray.model import Allocation, ClusterSnapshot, GpuType, JobId
 from policies.base import PolicyBase, register
+from policies.gavel.ecos_makespan import feasible_point
 from policies.gavel.inputs import (
     FloatArray,
     Problem,
@@ -148,6 +149,31 @@ def solve_rho(
     return best_x, best_rho
 
 
+def centre_of_optimum(
+    p: Problem, now: float, done: FloatArray, rho: float, X: FloatArray, slack: float = 1e-6
+) -> FloatArray:
+    """The point of the optimal face Gavel's solver returns, rather than a vertex of it.
+
+    Gavel solves ``min max_m rho_m`` with ECOS, an interior-point method, which stops
+    near the analytic centre of the set of optimal X; our LPs end at a vertex. Where
+    that set is large — always for the agnostic variant, whose jobs run equally fast on
+    every type — the rounds realise very different allocations from the two (14 % apart
+    in average JCT on max_min_fairness.trace, 8:16:24). So once rho* is known, ECOS is
+    asked for a point of ``{X : base constraints, rho_m(X) <= rho* (1 + slack)}`` with
+    no objective: near that set's centre, as Gavel's answer is. ``X`` is kept if ECOS
+    fails.
+    """
+    t, r, b = ftf_inputs(p, now, done)
+    act = np.asarray(p.runnable.any(axis=1))
+    need = r / np.maximum(rho * (1.0 + slack) * b - t, 1e-300)
+    centre = feasible_point((p.T * p.runnable)[act], p.sf[act], p.capacity, need[act])
+    if centre is None:
+        return X
+    out = np.zeros_like(X)
+    out[act] = centre * p.runnable[act]
+    return out
+
+
 @register
 class FinishTimeFairnessPerf(PolicyBase):
     """Heterogeneity-aware finish-time fairness (Gavel: ``finish_time_fairness_perf``)."""
@@ -216,7 +242,9 @@ class FinishTimeFairnessPerf(PolicyBase):
         return Allocation(fractions=fractions)
 
     def _solve(self, snap: ClusterSnapshot, p: Problem, done: FloatArray) -> Allocation:
-        X, _ = solve_ftf(p, snap.now, done_isolated=done)
+        X, rho = solve_ftf(p, snap.now, done_isolated=done)
+        if math.isfinite(rho) and rho > 0:
+            X = centre_of_optimum(p, snap.now, done, rho, X)
         return to_allocation(p, X)
 
 

@@ -16,6 +16,7 @@ import scipy.sparse as sp
 
 from lyra_ray.model import Allocation, ClusterSnapshot
 from policies.base import PolicyBase, register
+from policies.gavel.ecos_makespan import ecos_point
 from policies.gavel.inputs import FloatArray, Problem, build_problem, to_allocation
 from policies.gavel.lp import SolverError, base_constraints, solve_min, utility_matrix
 
@@ -59,4 +60,14 @@ class MaxSumThroughputPerf(PolicyBase):
         if p.n == 0 or p.k == 0:
             return Allocation()
         X, _ = solve_sum(p)
-        return to_allocation(p, X)
+        return to_allocation(p, centre_of_sum(p, X))
+
+
+def centre_of_sum(p: Problem, X: FloatArray, cost: FloatArray | None = None) -> FloatArray:
+    """The optimal X Gavel's solver returns: ECOS on the same LP stops near the centre of
+    the optimal face, HiGHS at a vertex, and the rounds realise different schedules from
+    the two (``finish_time_fairness.centre_of_optimum`` says more). ``X`` if ECOS fails."""
+    per_type = np.ones(p.k) if cost is None else cost
+    T = p.T * p.runnable
+    centre = ecos_point(-(T / per_type[None, :]).ravel(), T, p.sf, p.capacity)
+    return X if centre is None else centre * p.runnable
