@@ -88,8 +88,12 @@ def _submit(args: argparse.Namespace) -> int:
     entries = load_job_entries(args.file)  # shape errors before touching the cluster
     c = _client(args.address)
     ids = c.submit_entries(entries)
-    for jid in ids:
+    have = {str(n["gpu_type"]).lower() for n in c.overview()["nodes"]}
+    for jid, raw in zip(ids, entries, strict=True):
         print(jid)
+        absent = sorted(absent_gpu_types(raw, have))
+        if absent:
+            print(f"  note: {raw['name']} names GPU types this cluster lacks, ignored: {absent}")
     if not args.wait:
         print(f"submitted {len(ids)} job(s); follow them with `lyra status --watch`")
         return 0
@@ -99,6 +103,16 @@ def _submit(args: argparse.Namespace) -> int:
     done = len(results) - len(bad)
     print(f"{done} of {len(results)} job(s) finished" + (f"; not: {', '.join(bad)}" if bad else ""))
     return 0 if not bad else 1
+
+
+def absent_gpu_types(raw: dict[str, Any], have: set[str]) -> set[str]:
+    """The GPU types a job's throughput table names that the cluster does not have:
+    they are ignored (the table says what the job *can* run on), which a user should
+    see rather than wonder why a job never lands there."""
+    table = raw.get("throughput")
+    if not isinstance(table, dict):
+        return set()
+    return {str(g).lower() for g in table} - have
 
 
 def _fmt_assign(a: dict[str, Any] | None) -> str:

@@ -82,6 +82,8 @@ def test_the_readme_live_cluster_block_runs_as_written() -> None:
     assert up.strip().splitlines()[-1].startswith("cluster up at "), up
     submit = next(t for c, t in outputs.items() if c.startswith(".venv/bin/lyra submit"))
     assert submit.strip().splitlines()[-1] == "2 of 2 job(s) finished", submit
+    # tiny-a's table names p100, which this cluster lacks: accepted, and the user is told
+    assert "tiny-a names GPU types this cluster lacks, ignored: ['p100']" in submit, submit
     via_ray = next(t for c, t in outputs.items() if c.startswith(".venv/bin/ray job submit"))
     assert "2 of 2 job(s) finished" in via_ray and "succeeded" in via_ray, via_ray
     status = outputs[".venv/bin/lyra status"]
