@@ -16,8 +16,8 @@ power cut. Both kinds of commit need that: a submission is acknowledged to the c
 once its commit returns ("accepted" must mean "kept"), and the cycle's state is
 committed *before* its actions are applied, so a run started by an action is always
 recorded; with NORMAL, a power cut could keep the run and lose its record, and the
-restarted scheduler would start the job a second time. The price, measured by
-``benchmarks/chaos.py`` on this host: ~0.3 ms more per commit.
+restarted scheduler would start the job a second time. The price: an fsync per commit,
+~0.2-0.5 ms on this host's disk when it is quiet (docs/reliability.md).
 """
 
 from __future__ import annotations
