@@ -1,17 +1,23 @@
-"""Gavel's makespan policy as Gavel computes it: bisection over feasibility LPs, by ECOS.
+"""Gavel's answers where they are not unique: ECOS's point of a set, as Gavel gets it.
 
-Gavel's ``MinTotalDurationPolicyWithPerf`` does not solve for the optimal makespan. It
-bisects T between 100 s and 10^6 s (widening tenfold if nothing is feasible) until the
-bracket is within 5 %, and at each T asks cvxpy + ECOS for *any* X with
-``x >= 0, sum_j x_mj <= 1, sum_m sf_m x_mj <= G_j, sum_j T_mj x_mj >= r_m / T``
-(objective: a constant). The X it keeps is the one found at the smallest feasible T,
-and with a constant objective an interior-point method stops near the analytic centre
-of that feasible set — an allocation that spreads every job over the types where it
-has slack, nothing like the optimal vertex of the makespan LP
-(:func:`policies.gavel.min_total_duration.makespan_lp`). The round mechanism realises
-whichever X comes back, so the simulated JCTs follow Gavel only with Gavel's X: this
-module hands ECOS the same LPs in the same sequence. Only ECOS's exit flag 0 counts as
-feasible (cvxpy reports its "inaccurate" answers as not optimal, and Gavel moves on).
+Gavel solves every policy with cvxpy + ECOS, an interior-point method: where the optimal
+X is not unique, it returns a point near the centre of the optimal face, and the round
+mechanism realises whatever X comes back, so which optimum matters for the simulated
+JCTs. Our LPs (HiGHS) end at vertices. :func:`ecos_point` hands ECOS an LP in Gavel's
+form (``x >= 0`` as rows, no ``x <= 1``), and the policies use it to pick Gavel's point
+once the optimum is known (finish-time fairness, max-sum throughput, water filling).
+
+The makespan policy goes further, because Gavel's ``MinTotalDurationPolicyWithPerf``
+does not solve for the optimal makespan at all. It bisects T between 100 s and 10^6 s
+(widening tenfold if nothing is feasible) until the bracket is within 5 %, and at each
+T asks ECOS for *any* X with ``x >= 0, sum_j x_mj <= 1, sum_m sf_m x_mj <= G_j,
+sum_j T_mj x_mj >= r_m / T`` (objective: a constant). It keeps the X found at the
+smallest feasible T: near the centre of that feasible set, an allocation that spreads
+every job over the types where it has slack, nothing like the optimal vertex of the
+makespan LP (:func:`policies.gavel.min_total_duration.makespan_lp`).
+:func:`gavel_makespan` makes the same calls in the same order. Only ECOS's exit flag 0
+counts as feasible (cvxpy reports its "inaccurate" answers as not optimal, and Gavel
+moves on).
 """
 
 from __future__ import annotations

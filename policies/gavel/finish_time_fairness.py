@@ -33,7 +33,7 @@ from numpy.typing import NDArray
 
 from lyra_ray.model import Allocation, ClusterSnapshot, GpuType, JobId
 from policies.base import PolicyBase, register
-from policies.gavel.ecos_makespan import feasible_point
+from policies.gavel.ecos_centre import feasible_point
 from policies.gavel.inputs import (
     FloatArray,
     Problem,

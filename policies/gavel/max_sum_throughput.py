@@ -16,7 +16,7 @@ import scipy.sparse as sp
 
 from lyra_ray.model import Allocation, ClusterSnapshot
 from policies.base import PolicyBase, register
-from policies.gavel.ecos_makespan import ecos_point
+from policies.gavel.ecos_centre import ecos_point
 from policies.gavel.inputs import FloatArray, Problem, build_problem, to_allocation
 from policies.gavel.lp import SolverError, base_constraints, solve_min, utility_matrix
 

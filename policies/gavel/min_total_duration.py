@@ -20,7 +20,7 @@ from numpy.typing import NDArray
 
 from lyra_ray.model import Allocation, ClusterSnapshot
 from policies.base import PolicyBase, register
-from policies.gavel.ecos_makespan import gavel_makespan
+from policies.gavel.ecos_centre import gavel_makespan
 from policies.gavel.highs_model import INF, new_highs, pass_lp, run_simplex
 from policies.gavel.inputs import FloatArray, Problem, build_problem, to_allocation
 
@@ -81,7 +81,7 @@ class MinTotalDurationPerf(PolicyBase):
     """Heterogeneity-aware makespan minimisation (Gavel: ``min_total_duration_perf``).
 
     The allocation is the one Gavel's bisection returns
-    (:mod:`policies.gavel.ecos_makespan`), not the optimal vertex of the LP above: the
+    (:mod:`policies.gavel.ecos_centre`), not the optimal vertex of the LP above: the
     rounds realise whichever X the policy gives, and Gavel's is an interior point at a
     makespan within 5 % of the optimum. :func:`solve_makespan` remains the exact optimum.
     """
