@@ -48,9 +48,12 @@ PAIRS = [  # (family, agnostic, heterogeneity-aware)
     ),
 ]
 SINGLES = [
+    "fifo_packed",
     "max_min_fairness_packed",
+    "finish_time_fairness_packed",
     "min_total_duration_packed",
     "max_min_fairness_water_filling_packed",
+    "max_sum_throughput_normalized_by_cost_packed_SLOs",
     "max_sum_throughput_perf",
     "max_sum_throughput_normalized_by_cost_perf",
     "max_sum_throughput_normalized_by_cost_perf_SLOs",
