@@ -65,6 +65,11 @@ class FifoPerf(PolicyBase):
     def __init__(self, seed: int = 0) -> None:
         self.seed = seed
 
+    def load_state(self, state: Mapping[str, Any]) -> None:
+        """Nothing is kept; a state saved before #18 (``{"kept": ...}``) is accepted."""
+        if set(state) - {"kept"}:
+            raise ValueError(f"policy {self.name!r} keeps no state, got {sorted(state)}")
+
     def allocate(self, snap: ClusterSnapshot) -> Allocation:
         types = snap.gpus_by_type()
         free = dict(types)
@@ -166,7 +171,10 @@ class Fifo(PolicyBase):
         }
 
     def load_state(self, state: Mapping[str, Any]) -> None:
-        self._kept = {str(j): ((float(a), str(j)), str(g)) for a, j, g in state.get("kept", [])}
+        kept = state.get("kept", [])
+        if isinstance(kept, Mapping):  # saved before #18: {job: type}, no arrival times
+            kept = [[0.0, j, g] for j, g in kept.items()]
+        self._kept = {str(j): ((float(a), str(j)), str(g)) for a, j, g in kept}
         rng = state.get("rng")
         self._rng = random.Random(self.seed)
         if rng is not None:

@@ -57,10 +57,12 @@ class Gandiva(PolicyBase):
         }
 
     def load_state(self, state: Mapping[str, Any]) -> None:
-        self._groups = {str(j): (None if o is None else str(o)) for j, o in state["groups"].items()}
-        v, internal, gauss = state["rng"]
+        groups = state.get("groups", {})  # a state saved before #18 is empty
+        self._groups = {str(j): (None if o is None else str(o)) for j, o in groups.items()}
         self._rng = random.Random(self.seed)
-        self._rng.setstate((int(v), tuple(int(x) for x in internal), gauss))
+        if "rng" in state:
+            v, internal, gauss = state["rng"]
+            self._rng.setstate((int(v), tuple(int(x) for x in internal), gauss))
 
     def _gain(self, snap: ClusterSnapshot, a: JobView, b: JobView, types: list[str]) -> float:
         """Gavel's ``_get_normalized_throughput``: summed over all types, 0 if any type

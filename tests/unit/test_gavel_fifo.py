@@ -93,3 +93,13 @@ def test_fifo_packed_stops_at_the_first_job_without_a_partner() -> None:
     jobs = [job(n, arrival=float(i)) for i, n in enumerate("abcd")]
     fr = get_policy("fifo_packed").allocate(snapshot(jobs, {"v100": 2}, model)).fractions
     assert not any(len(k.split("+")) == 2 for k in fr)
+
+
+def test_a_fifo_state_saved_before_issue_18_still_loads() -> None:
+    old = {"kept": {"j0": "v100"}}
+    get_policy("fifo_perf").load_state(old)
+    pol = get_policy("fifo")
+    pol.load_state(old)
+    model = TableThroughputs({"j0": SPEEDS})
+    got = _types(pol.allocate(snapshot([job("j0")], GPUS, model)).fractions)
+    assert got == {"j0": "v100"}
