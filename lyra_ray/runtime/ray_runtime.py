@@ -72,7 +72,8 @@ class RayRuntime:
         Serve replicas have left). A run bound for a server not ready waits."""
         self.specs = specs
         self.node_ready = node_ready
-        self.storage_path = os.path.abspath(storage_path)
+        # a URI (s3://, file://, ...) is Ray Train's and pyarrow's to resolve
+        self.storage_path = storage_path if "://" in storage_path else os.path.abspath(storage_path)
         self.grace_s = grace_s
         self.max_restarts = max_restarts
         self.serving_hook = serving_hook

@@ -35,39 +35,29 @@ import torch
 import torch.distributed as dist
 
 from lyra_ray.runtime.names import CONTROL_ACTOR, NAMESPACE
+from lyra_ray.train.storage import STATE_FILE, newest_checkpoint, read_step
 
 log = logging.getLogger(__name__)
 
-STATE_FILE = "lyra_state.json"
 MODEL_FILE = "state.pt"
 RESUME_KEY = "lyra_resume_from"
 """train_loop_config key holding the checkpoint path to resume from (set by the runtime)."""
 
 
 def checkpoint_step(path: str | os.PathLike[str]) -> int | None:
-    """Step count stored in a checkpoint directory, or None if it is not ours."""
-    f = Path(path) / STATE_FILE
-    try:
-        return int(json.loads(f.read_text())["step"])
-    except (OSError, ValueError, KeyError):
-        return None
+    """Step count stored in a checkpoint directory (a path or a URI), or None if it is
+    not ours."""
+    return read_step(path)
 
 
 def latest_checkpoint(run_dir: str | os.PathLike[str]) -> tuple[str, int] | None:
-    """The checkpoint with the most steps under a run directory (local or shared fs).
+    """The checkpoint with the most steps under a run directory: a local path, a shared
+    mount or an object-store URI (:mod:`lyra_ray.train.storage`).
 
     Why scan instead of trusting Ray Train's own bookkeeping: the scheduler must find
     the checkpoint after *it* restarted, when no Result object of the old run exists.
     """
-    root = Path(run_dir)
-    if not root.is_dir():
-        return None
-    best: tuple[str, int] | None = None
-    for d in root.iterdir():
-        step = checkpoint_step(d) if d.is_dir() else None
-        if step is not None and (best is None or step > best[1]):
-            best = (str(d), step)
-    return best
+    return newest_checkpoint(run_dir)
 
 
 class StepLoop:
@@ -141,16 +131,16 @@ class StepLoop:
 
     def restore(self) -> dict[str, Any] | None:
         """Load the newest checkpoint (Ray Train's or the runtime's hint); None if none."""
-        candidates: list[str] = []
+        candidates: list[ray.train.Checkpoint] = []
         ckpt = ray.train.get_checkpoint()
         if ckpt is not None:
-            candidates.append(ckpt.path)
+            candidates.append(ckpt)
         hint = self.config.get(RESUME_KEY)
-        if hint:
-            candidates.append(str(hint))
-        best: tuple[str, int] | None = None
+        if hint:  # a path or a URI: Checkpoint resolves either through pyarrow.fs
+            candidates.append(ray.train.Checkpoint(str(hint)))
+        best: tuple[ray.train.Checkpoint, int] | None = None
         for c in candidates:
-            step = checkpoint_step(c)
+            step = read_step(c.path, c.filesystem)
             if step is not None and (best is None or step > best[1]):
                 best = (c, step)
         if best is None:
@@ -158,10 +148,11 @@ class StepLoop:
         self.step = best[1]
         self._saved_step = self.step
         self._window = (time.monotonic(), self.step)
-        state: dict[str, Any] = torch.load(
-            Path(best[0]) / MODEL_FILE, map_location="cpu", weights_only=False
-        )
-        log.info("restored %s at step %d", best[0], self.step)
+        with best[0].as_directory() as local:  # fetched when it is not on this node
+            state: dict[str, Any] = torch.load(
+                Path(local) / MODEL_FILE, map_location="cpu", weights_only=False
+            )
+        log.info("restored %s at step %d", best[0].path, self.step)
         return state
 
     def save(self, state: Mapping[str, Any]) -> None:

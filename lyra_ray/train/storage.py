@@ -1,0 +1,70 @@
+"""Checkpoint storage through ``pyarrow.fs``: a local path or any URI Ray Train takes.
+
+WHY: on a real cluster the checkpoints live on shared storage (an NFS mount, or an
+object store such as ``s3://bucket/lyra``), and the scheduler must find a job's newest
+checkpoint there after a restart, from the head node, with no Ray Train ``Result`` in
+hand. ``pyarrow.fs`` is what Ray Train itself uses, so every URI a ``RunConfig``'s
+``storage_path`` accepts works here too (``file://`` included, which the tests use).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from typing import Any
+
+STATE_FILE = "lyra_state.json"
+
+
+def filesystem(path: str | os.PathLike[str]) -> tuple[Any, str]:
+    """(pyarrow filesystem, path within it) for a local path or a URI."""
+    import pyarrow.fs as pafs
+
+    p = os.fspath(path)
+    if "://" in p:
+        fs, inner = pafs.FileSystem.from_uri(p)
+        return fs, str(inner)
+    return pafs.LocalFileSystem(), os.path.abspath(p)
+
+
+def join(base: str | os.PathLike[str], name: str) -> str:
+    """``base/name`` for a local path or a URI (``os.path.join`` mangles neither, but a
+    URI's separator is always ``/``)."""
+    b = os.fspath(base)
+    return f"{b.rstrip('/')}/{name}" if "://" in b else os.path.join(b, name)
+
+
+def read_step(path: str | os.PathLike[str], fs: Any = None) -> int | None:
+    """The step a checkpoint directory of ours holds, or None (not ours, unreadable).
+
+    ``fs``: the filesystem ``path`` is in (then ``path`` is within it); else ``path``
+    is a local path or a URI."""
+    if fs is None:
+        fs, inner = filesystem(path)
+    else:
+        inner = os.fspath(path)
+    try:
+        with fs.open_input_stream(f"{inner.rstrip('/')}/{STATE_FILE}") as f:
+            return int(json.loads(f.read())["step"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+
+
+def newest_checkpoint(run_dir: str | os.PathLike[str]) -> tuple[str, int] | None:
+    """(the directory, its step) of the checkpoint with the most steps under a run
+    directory, named as ``run_dir`` is (a path stays a path, a URI a URI)."""
+    import pyarrow.fs as pafs
+
+    fs, inner = filesystem(run_dir)
+    try:
+        infos = fs.get_file_info(pafs.FileSelector(inner, allow_not_found=True))
+    except (OSError, ValueError):
+        return None
+    best: tuple[str, int] | None = None
+    for info in infos:
+        if info.type != pafs.FileType.Directory:
+            continue
+        step = read_step(info.path, fs)
+        if step is not None and (best is None or step > best[1]):
+            best = (join(run_dir, info.base_name), step)
+    return best
