@@ -36,7 +36,9 @@ def render(result: dict[str, Any]) -> str:
     if "scheduler_crashes" in fig:
         f = fig["scheduler_crashes"]
         modes = Counter(k["mode"].split(" ")[0] for k in f["kills"])
-        how = ", ".join(f"{n} {m.replace('_', ' ')}" for m, n in sorted(modes.items()))
+        names = {"kill": "ray.kill", "after_persist": "between commit and apply"}
+        names["after_apply"] = "between apply and commit"
+        how = ", ".join(f"{n} {names.get(m, m)}" for m, n in sorted(modes.items()))
         rows.append(
             _row(
                 "scheduler crashes",
@@ -102,8 +104,9 @@ def render(result: dict[str, Any]) -> str:
                 f"{f['wall_s']} s across {f['scheduler_restarts']} scheduler restart(s): "
                 f"{'each accepted exactly once' if f['exactly_once'] else 'NOT exactly once'}; "
                 f"cycle with {f['submissions']} queued ({f['policy']}): p50 "
-                f"{f['cycle_p50_ms']} ms, p99 {f['cycle_p99_ms']} ms over "
-                f"{f['cycles_with_all_queued']} cycles",
+                f"{f['cycle_p50_ms']} ms, p99 {f['cycle_p99_ms']} ms, max {f['cycle_max_ms']} "
+                f"ms over {f['cycles_with_all_queued']} cycles (host load average "
+                f"{f.get('load_average_1_5_15', ['?'])[0]})",
                 *cmd("chaos_load"),
             )
         )
@@ -118,10 +121,12 @@ def render(result: dict[str, Any]) -> str:
             f"{pts.get(1000, pts[last])['commit_ms_mean']} / {pts[last]['commit_ms_mean']} ms"
         )
         if base:
+            b_last = max(base)
+            b1 = base.get(1000, base[b_last])
             text += (
-                f"; without the archive {base.get(1000, base[last])['bytes_mean']:,} / "
-                f"{base[last]['bytes_mean']:,} B, {base.get(1000, base[last])['commit_ms_mean']}"
-                f" / {base[last]['commit_ms_mean']} ms"
+                f"; without the archive, with 1,000 / {b_last:,} finished: "
+                f"{b1['bytes_mean']:,} / {base[b_last]['bytes_mean']:,} B, "
+                f"{b1['commit_ms_mean']} / {base[b_last]['commit_ms_mean']} ms"
             )
         rows.append(_row("bounded state", text, *cmd("chaos_state")))
     fuzz = sorted(k for k in fig if k.startswith("fuzz-") and k != "fuzz-live_scheduler")

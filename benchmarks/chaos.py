@@ -28,6 +28,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 RESULTS = ROOT / "benchmarks" / "results"
 DOC = ROOT / "docs" / "reliability.md"
+LOGS = Path(tempfile.gettempdir()) / "lyra-chaos-logs"
 BEGIN, END = "<!-- chaos-table:begin -->", "<!-- chaos-table:end -->"
 PY = ".venv/bin/python"
 PYTEST = f"{PY} -m pytest -q -p no:cacheprovider"
@@ -62,7 +63,11 @@ def run_step(name: str, cmd: str, env: dict[str, str], out: Path) -> dict[str, A
     if argv[0] == PY:  # run with this interpreter, show what a user types
         argv[0] = sys.executable
     proc = subprocess.run(argv, cwd=ROOT, env=full, capture_output=True, text=True)
-    tail = (proc.stdout + proc.stderr)[-3000:]
+    text = proc.stdout + proc.stderr
+    LOGS.mkdir(parents=True, exist_ok=True)
+    (LOGS / f"{name}.log").write_text(text)  # the whole output, for a failure's details
+    errors = [ln for ln in text.splitlines() if ln.startswith(("E ", "FAILED", ">"))]
+    tail = "\n".join(errors[:60]) + "\n...\n" + text[-1500:]
     print(tail if proc.returncode else proc.stdout[-400:], flush=True)
     return {
         "command": shown(cmd, env),
@@ -78,8 +83,8 @@ def gather(out: Path) -> dict[str, Any]:
         found[f.stem] = json.loads(f.read_text())
     for name in ("chaos_state", "chaos_load"):
         f = RESULTS / f"{name}.json"
-        if f.exists():
-            found[name] = json.loads(f.read_text())
+        if f.exists():  # the per-cycle samples stay in their own file
+            found[name] = {k: v for k, v in json.loads(f.read_text()).items() if k != "cycles"}
     return found
 
 
