@@ -6,11 +6,14 @@ type, all or nothing. Why keep what runs: moving a job costs a checkpoint and re
 so a job whose assignment did not change keeps its nodes (Gavel's lease extension) and
 an elastic job that grows or shrinks keeps the workers it has. When a job must shrink,
 workers on lent inference servers go first, so that a later reclaim is a scale-in.
+A job whose flexible workers sit on another GPU type (``Assignment.extra``) is placed
+part by part, each part on nodes of its own type, all or nothing.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import dataclasses
+from collections.abc import Mapping, Sequence
 
 from lyra_ray.model import Assignment, ClusterSnapshot, JobId, NodeId
 
@@ -28,6 +31,47 @@ def _fits(nodes: tuple[tuple[NodeId, int], ...], free: Mapping[NodeId, int]) -> 
         n, g = nodes[0]
         return free.get(n, 0) >= g
     return all(free.get(n, 0) >= g for n, g in nodes)
+
+
+def _keep_parts(
+    want: Assignment,
+    prev: Assignment | None,
+    free: dict[NodeId, int],
+    node_type: Mapping[NodeId, str],
+    lent: frozenset[NodeId],
+) -> list[tuple[NodeId, int]] | None:
+    """What a job whose workers span GPU types keeps where it runs (``free`` updated):
+    per type, up to what it wants there, lent-node workers dropped first, as a
+    single-type shrink does; ``None`` if its nodes are no longer free (place afresh)."""
+    if prev is None or not prev.nodes:
+        return None
+    need = dict(want.parts)
+    by_type: dict[str, list[tuple[NodeId, int]]] = {}
+    for n, g in prev.nodes:
+        if n in free and node_type[n] in need:
+            by_type.setdefault(node_type[n], []).append((n, g))
+    kept: list[tuple[NodeId, int]] = []
+    for t, have in by_type.items():
+        have.sort(key=lambda ng: (ng[0] not in lent, ng[1], ng[0]), reverse=True)
+        left = need[t]
+        for n, g in have:
+            if left == 0:
+                break
+            kept.append((n, min(g, left)))
+            left -= min(g, left)
+    if any(free[n] < g for n, g in kept):
+        return None
+    for n, g in kept:
+        free[n] -= g
+    return kept
+
+
+def _missing(a: Assignment, node_type: Mapping[NodeId, str]) -> list[tuple[str, int]]:
+    """Per GPU type, the workers ``a`` wants beyond the nodes it holds."""
+    have: dict[str, int] = {}
+    for n, g in a.nodes:
+        have[node_type[n]] = have.get(node_type[n], 0) + g
+    return [(t, c - have.get(t, 0)) for t, c in a.parts if c > have.get(t, 0)]
 
 
 class ConsolidatingPlacer:
@@ -85,6 +129,7 @@ class ConsolidatingPlacer:
                         prev.workers == want.workers
                         and prev.gpu_type == want.gpu_type
                         and prev.partner == want.partner
+                        and prev.extra == want.extra
                     )
                 )
                 and _fits(prev.nodes, free)
@@ -95,6 +140,15 @@ class ConsolidatingPlacer:
                     held += g
                 placed[j] = prev
                 if held < prev.workers:
+                    grow.append(j)
+                continue
+            if want.extra or (prev is not None and prev.extra):
+                kept_parts = _keep_parts(want, prev, free, node_type, lent) if prev else None
+                if kept_parts is None:
+                    pending.append(j)
+                    continue
+                placed[j] = dataclasses.replace(want, nodes=tuple(sorted(kept_parts)))
+                if sum(g for _, g in kept_parts) < want.workers:
                     grow.append(j)
                 continue
             if prev is None or prev.gpu_type != want.gpu_type or not prev.nodes:
@@ -124,14 +178,19 @@ class ConsolidatingPlacer:
         # 2. Grow the kept jobs that want more, then place new gangs, biggest first.
         for j in grow:
             a = placed[j]
-            extra = self._fill(
-                a.workers - sum(g for _, g in a.nodes),
-                a.gpu_type,
-                free,
-                by_type,
-                preferred.get(j, ()),
-                prefer_used=dict(a.nodes),
-            )
+            if a.extra:
+                extra = self._fill_parts(
+                    _missing(a, node_type), free, by_type, preferred.get(j, ()), dict(a.nodes)
+                )
+            else:
+                extra = self._fill(
+                    a.workers - sum(g for _, g in a.nodes),
+                    a.gpu_type,
+                    free,
+                    by_type,
+                    preferred.get(j, ()),
+                    prefer_used=dict(a.nodes),
+                )
             if extra is None:  # cannot grow: keep only what it had, at its old size
                 prev = previous[j]
                 for n, g in a.nodes:
@@ -146,11 +205,16 @@ class ConsolidatingPlacer:
             merged: dict[NodeId, int] = dict(a.nodes)
             for n, g in extra:
                 merged[n] = merged.get(n, 0) + g
-            placed[j] = Assignment(a.gpu_type, a.workers, tuple(sorted(merged.items())), a.partner)
+            placed[j] = dataclasses.replace(a, nodes=tuple(sorted(merged.items())))
 
         pending.sort(key=lambda j: (-desired[j].workers, j))
         for j in pending:
             want = desired[j]
+            if want.extra:
+                nodes = self._fill_parts(want.parts, free, by_type, preferred.get(j, ()), {})
+                if nodes is not None:
+                    placed[j] = dataclasses.replace(want, nodes=tuple(sorted(nodes)))
+                continue
             nodes = self._fill(want.workers, want.gpu_type, free, by_type, preferred.get(j, ()))
             if nodes is not None:
                 placed[j] = Assignment(
@@ -175,6 +239,28 @@ class ConsolidatingPlacer:
             if a.partner is not None and a.partner not in placed:
                 placed[j] = Assignment(a.gpu_type, a.workers, a.nodes, None)
         return placed
+
+    @classmethod
+    def _fill_parts(
+        cls,
+        parts: Sequence[tuple[str, int]],
+        free: dict[NodeId, int],
+        by_type: Mapping[str, list[NodeId]],
+        preferred: tuple[NodeId, ...],
+        used: Mapping[NodeId, int],
+    ) -> list[tuple[NodeId, int]] | None:
+        """:meth:`_fill` for each ``(gpu_type, count)`` part, all or nothing."""
+        taken: list[tuple[NodeId, int]] = []
+        for gpu_type, need in parts:
+            if need <= 0:
+                continue
+            got = cls._fill(need, gpu_type, free, by_type, preferred, prefer_used=used)
+            if got is None:
+                for n, g in taken:
+                    free[n] += g
+                return None
+            taken += got
+        return taken
 
     @staticmethod
     def _fill(

@@ -68,3 +68,27 @@ def speedup(curve: str, workers: int) -> float:
     k = bisect_right(xs, workers)
     x0, x1, y0, y1 = xs[k - 1], xs[k], ys[k - 1], ys[k]
     return y0 + (y1 - y0) * (workers - x0) / (x1 - x0)
+
+
+@functools.cache
+def _spread_tables() -> dict[str, dict[int, float]]:
+    path = _curves_path()
+    if path is None:
+        return {}
+    raw = json.loads(path.read_text())
+    return {
+        name: {int(n): float(x) for n, x in entry.get("spread", {}).items()}
+        for name, entry in raw["curves"].items()
+    }
+
+
+def spread_speedup(curve: str, workers: int) -> float:
+    """Like :func:`speedup`, for ``workers`` split over two servers (measured for 2..8).
+
+    A job whose flexible workers sit on a server of another GPU type always spans two
+    servers; the consolidated curve would credit it with one server's all-reduce. Where
+    no two-server figure is measured (``linear``, or more than 8 workers, whose
+    consolidated placement spans several servers anyway) this is :func:`speedup`.
+    """
+    table = _spread_tables().get(curve, {})
+    return table.get(workers, speedup(curve, workers))

@@ -153,12 +153,15 @@ def spec_from_dict(d: dict[str, Any]) -> JobSpec:
 def allocation_to_dict(a: m.Allocation) -> dict[str, Any]:
     """The policy's last answer, JSON-safe: it stays in force until the next solve, so
     a restarted core needs it to decide as the one that died."""
-    return {
+    out: dict[str, Any] = {
         "fractions": {k: dict(v) for k, v in sorted(a.fractions.items())},
         "workers": {k: [g, n] for k, (g, n) in sorted(a.workers.items())},
         "lend": sorted(a.lend),
         "preferred_nodes": {k: list(v) for k, v in sorted(a.preferred_nodes.items())},
     }
+    if a.extra:  # written only when used, so states saved before it read back the same
+        out["extra"] = {k: _parts_out(v) for k, v in sorted(a.extra.items())}
+    return out
 
 
 def allocation_from_dict(d: Mapping[str, Any]) -> m.Allocation:
@@ -167,18 +170,30 @@ def allocation_from_dict(d: Mapping[str, Any]) -> m.Allocation:
         workers={k: (str(g), int(n)) for k, (g, n) in d["workers"].items()},
         lend=frozenset(d["lend"]),
         preferred_nodes={k: tuple(v) for k, v in d["preferred_nodes"].items()},
+        extra={k: _parts_in(v) for k, v in d.get("extra", {}).items()},
     )
+
+
+def _parts_out(parts: tuple[tuple[GpuType, int], ...]) -> list[list[Any]]:
+    return [[g, n] for g, n in parts]
+
+
+def _parts_in(raw: Any) -> tuple[tuple[GpuType, int], ...]:
+    return tuple((str(g), int(n)) for g, n in raw)
 
 
 def assignment_to_dict(a: Assignment | None) -> dict[str, Any] | None:
     if a is None:
         return None
-    return {
+    out: dict[str, Any] = {
         "gpu_type": a.gpu_type,
         "workers": a.workers,
         "nodes": [list(n) for n in a.nodes],
         "partner": a.partner,
     }
+    if a.extra:  # flexible workers on other GPU types (Lyra); absent otherwise
+        out["extra"] = _parts_out(a.extra)
+    return out
 
 
 def assignment_from_dict(d: dict[str, Any] | None) -> Assignment | None:
@@ -189,6 +204,7 @@ def assignment_from_dict(d: dict[str, Any] | None) -> Assignment | None:
         workers=int(d["workers"]),
         nodes=tuple((str(n), int(g)) for n, g in d["nodes"]),
         partner=d.get("partner"),
+        extra=_parts_in(d.get("extra", ())),
     )
 
 

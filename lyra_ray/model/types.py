@@ -90,12 +90,26 @@ class Assignment:
 
     ``nodes`` maps node id -> GPUs used there; empty until the placer fills it in.
     ``partner`` names the co-located job when two jobs space-share the same GPUs.
+    ``extra`` holds an elastic job's flexible workers on *other* GPU types, as sorted
+    ``(gpu_type, workers)`` parts: ``workers`` counts them too, so every reader of
+    "how many GPUs" stays right, and ``gpu_type`` (the base's type) holds
+    ``workers - sum(extra)``. Why a tuple of parts rather than a type per node: every
+    policy but Lyra leaves it empty, and an empty tuple changes no equality, diff or
+    saved state. ``nodes`` then lists the nodes of every part.
     """
 
     gpu_type: GpuType
     workers: int
     nodes: tuple[tuple[NodeId, int], ...] = ()
     partner: JobId | None = None
+    extra: tuple[tuple[GpuType, int], ...] = ()
+
+    @property
+    def parts(self) -> tuple[tuple[GpuType, int], ...]:
+        """``(gpu_type, workers)`` per GPU type, the base's type first."""
+        if not self.extra:
+            return ((self.gpu_type, self.workers),)
+        return ((self.gpu_type, self.workers - sum(w for _, w in self.extra)), *self.extra)
 
 
 @dataclass(frozen=True, slots=True)
@@ -223,6 +237,9 @@ class Allocation:
     preferred_nodes: Mapping[JobId, tuple[NodeId, ...]] = field(default_factory=dict)
     """Servers to fill first (best fit among them), e.g. lent servers for an elastic job
     and training servers for a rigid one; other servers of its type only after them."""
+    extra: Mapping[JobId, tuple[tuple[GpuType, int], ...]] = field(default_factory=dict)
+    """Flexible workers on other GPU types (:attr:`Assignment.extra`); a job's count in
+    ``workers`` includes them."""
 
 
 PAIR_SEP = "+"

@@ -71,12 +71,22 @@ class RunRequest:
 
 
 def worker_selectors(
-    gpu_label: str, nodes: Sequence[tuple[str, int]], workers: int
+    gpu_label: str,
+    nodes: Sequence[tuple[str, int]],
+    workers: int,
+    node_labels: Mapping[str, str] | None = None,
 ) -> tuple[dict[str, str], ...]:
-    """One label selector per worker: its node (when placed) and always its GPU type."""
+    """One label selector per worker: its node (when placed) and always its GPU type.
+
+    ``node_labels`` gives each node's own GPU-type label. A job whose flexible workers sit
+    on servers of another type (``Assignment.extra``, Lyra) spans nodes of two types, so
+    each worker must carry its own node's label; without the map every placed worker
+    carries ``gpu_label`` (the base's type), which a node of another type never matches.
+    """
     out: list[dict[str, str]] = []
     for node_id, gpus in nodes:
-        out += [{GPU_TYPE_LABEL: gpu_label, NODE_ID_LABEL: node_id}] * gpus
+        label = node_labels.get(node_id, gpu_label) if node_labels else gpu_label
+        out += [{GPU_TYPE_LABEL: label, NODE_ID_LABEL: node_id}] * gpus
     while len(out) < workers:
         out.append({GPU_TYPE_LABEL: gpu_label})
     return tuple(out[:workers])

@@ -344,8 +344,8 @@ class SchedulerCore:
         return j
 
     def _observe(self, j: JobState, steps_per_s: float | None) -> None:
-        if steps_per_s is None or j.current is None:
-            return
+        if steps_per_s is None or j.current is None or j.current.extra:
+            return  # a mixed-type run's rate is no (GPU type, workers) measurement
         self.throughputs.observe(j.spec, j.current.gpu_type, j.current.workers, steps_per_s)
         j.throughput = self._throughput_row(j)
 
@@ -390,7 +390,12 @@ class SchedulerCore:
     ) -> dict[JobId, Assignment]:
         alloc = self.allocation
         active = {j.id for j in snap.jobs}
-        out = {j: Assignment(g, n) for j, (g, n) in alloc.workers.items() if j in active and n > 0}
+        ex = alloc.extra
+        out = {
+            j: Assignment(g, n, extra=ex[j]) if j in ex else Assignment(g, n)
+            for j, (g, n) in alloc.workers.items()
+            if j in active and n > 0
+        }
         if alloc.fractions:
             if tick or backfill:
                 if backfill:  # idle GPUs only: every running job stays where it is

@@ -1,7 +1,10 @@
 """Step 7 of the cycle: what changed between the running and the placed assignments.
 
-Each job's change becomes one action and updates the job's counters; a job whose
-assignment is unchanged is left untouched (lease extension: no action at all).
+Each job's change becomes an action and updates the job's counters; a job whose
+assignment is unchanged is left untouched (lease extension: no action at all). Every
+``Preempt`` counts one preemption and every ``Resize`` one resize, so the report's
+figures and the live action counters (``lyra_preemptions_total``, ...) agree: a job that
+leaves every GPU type it ran on is a ``Preempt`` then a ``Launch``, not a ``Resize``.
 """
 
 from __future__ import annotations
@@ -15,6 +18,16 @@ from lyra_ray.model.state import JobState
 
 def _same(prev: Assignment | None, a: Assignment) -> bool:
     return prev is a or prev == a
+
+
+def _moved_type(prev: Assignment, a: Assignment) -> bool:
+    """Whether the job left every GPU type it ran on: a migration, counted as a
+    preemption. A job that keeps running on one of its types (a mixed-type job that
+    loses its flexible workers on a loaned server, or its base there while it keeps
+    enough workers elsewhere) is scaled in, as on one type."""
+    if not prev.extra and not a.extra:
+        return prev.gpu_type != a.gpu_type
+    return not {g for g, _ in prev.parts} & {g for g, _ in a.parts}
 
 
 def job_actions(
@@ -42,11 +55,14 @@ def job_actions(
             starts.append(m.Launch(jid, a))
             if j.first_start_s is None:
                 j.first_start_s = now
+        elif _moved_type(prev, a):
+            # It left every GPU type it ran on: preempted there and launched elsewhere,
+            # as the report counts it and as the live counters then count it too.
+            j.num_preemptions += 1
+            stops.append(m.Preempt(jid))
+            starts.append(m.Launch(jid, a))
         else:
-            if prev.gpu_type != a.gpu_type:
-                j.num_preemptions += 1
-            elif prev.workers != a.workers:
-                j.num_resizes += 1
+            j.num_resizes += 1  # a checkpoint and restart on other GPUs of its types
             stops.append(m.Resize(jid, a))
         j.current, j.status = a, JobStatus.RUNNING
         j.launched_s, j.lease_from_s, j.launch_steps = now, None, j.steps_done

@@ -1,7 +1,8 @@
 """SimRuntime: carries out the core's actions on a virtual clock.
 
 It models what the live runtime does physically: a running job makes progress at its
-throughput on its assignment (its pair throughput when space-sharing), and each resume
+throughput on its assignment (its pair throughput when space-sharing; the mixed-type
+model of :mod:`lyra_ray.model.mixed` when its workers span GPU types), and each resume
 or resize first pays ``resize_overhead_s`` of checkpoint/restore during which the job
 holds its GPUs but makes no progress. It decides nothing.
 
@@ -19,6 +20,7 @@ from typing import Protocol
 
 from lyra_ray import model as m
 from lyra_ray.model import Assignment, JobId, JobSpec
+from lyra_ray.model.mixed import mixed_throughput
 
 _EPS = 1e-9
 
@@ -153,7 +155,10 @@ class SimRuntime:
         for jid in todo:
             r = runs[jid]
             a, spec = r.assignment, self.specs[jid]
-            rate = self.throughputs.throughput(spec, a.gpu_type, a.workers)
+            if a.extra:  # workers on several GPU types (docs/lyra.md, lyra_ray/model/mixed.py)
+                rate = mixed_throughput(self.throughputs, spec, a.parts)
+            else:
+                rate = self.throughputs.throughput(spec, a.gpu_type, a.workers)
             if a.partner is not None and a.partner in runs:
                 pair = self.throughputs.pair_throughput(spec, self.specs[a.partner], a.gpu_type)
                 if pair is not None:
