@@ -6,8 +6,17 @@ values a server by how much of the running jobs it holds: the sum, over the jobs
 of ``1 / (number of servers the job spans)``. A server that is one of many for each of
 its jobs is cheap; a server that holds a whole job is dear. The values are *dependent*:
 once a server is taken, its jobs span fewer servers (or were preempted and span none),
-so the remaining values change. Lyra therefore picks greedily: take the lowest-value
+so the remaining values change. Lyra therefore picks greedily: take the cheapest
 server, apply the scale-in/preemption, recompute, repeat.
+
+*Cheapest* puts preemptions first: a server whose reclaim preempts fewer jobs always
+goes before one that preempts more, whatever their values, and the value orders
+servers that preempt equally. So a reclaim that removing flexible workers (scale-ins)
+can meet never preempts a job's base; the value then still prefers the server that
+touches least of the running jobs. Ordering by value alone could pick a server holding
+one whole single-server job (value 1) before one holding slices of three jobs that
+each keep their minimum elsewhere (value 1.5), preempting a job for nothing. On the
+paper's example the two orders agree (``tests/unit/test_reclaim.py``).
 """
 
 from __future__ import annotations
@@ -75,9 +84,10 @@ def plan_reclaim(
 ) -> ReclaimPlan:
     """Pick ``count`` servers among ``candidates`` (lent servers) by Lyra's greedy knapsack.
 
-    Ties in value go to the server whose reclaim preempts fewer jobs, then to the node id,
-    so the plan is deterministic. A job that would drop below ``min_workers`` is
-    preempted and leaves every server it was on; otherwise it is scaled in.
+    The server whose reclaim preempts the fewest jobs goes first, then the lowest value,
+    then the node id, so the plan is deterministic (see the module doc). A job that
+    would drop below ``min_workers`` is preempted and leaves every server it was on;
+    otherwise it is scaled in.
     """
     if count > len(candidates):
         raise ValueError(f"cannot reclaim {count} of {len(candidates)} lent servers")
@@ -94,9 +104,9 @@ def plan_reclaim(
 
         def cost(
             n: NodeId, fps: list[JobFootprint] = footprints, vals: dict[NodeId, float] = values
-        ) -> tuple[float, int, str]:
+        ) -> tuple[int, float, str]:
             pre = sum(1 for f in fps if n in f.gpus_on and f.workers - f.gpus_on[n] < f.min_workers)
-            return (round(vals[n], 9), pre, n)
+            return (pre, round(vals[n], 9), n)
 
         pick = min(left, key=cost)
         shrunk: list[JobId] = []

@@ -42,21 +42,50 @@ def footprints(snap: ClusterSnapshot) -> list[JobFootprint]:
     return out
 
 
+@dataclass(slots=True)
+class DemandMemory:
+    """The serving demand of the last ``window_s`` seconds, so that a lend waits until a
+    drop has lasted: demand noise of a server or two then lends nothing that the next
+    rise would reclaim (preempting what runs there). A rise is met at once. Unlike a
+    reserve of idle servers, it holds nothing back once a drop is real.
+    """
+
+    window_s: float
+    points: list[tuple[float, int]] = field(default_factory=list)
+    """``(time, demand)`` at each change: the one in force when the window opens, then
+    every later one."""
+
+    def held(self, now: float, demand: int) -> int:
+        """Record ``demand`` at ``now``; the highest demand in force over the window."""
+        if not self.points or self.points[-1][1] != demand:
+            self.points.append((now, demand))
+        start = now - self.window_s
+        while len(self.points) > 1 and self.points[1][0] <= start:
+            self.points.pop(0)
+        return max(d for _, d in self.points)
+
+
 def decide_loans(
-    snap: ClusterSnapshot, reclaim: ReclaimMode = "knapsack", reserve: int = 0
+    snap: ClusterSnapshot,
+    reclaim: ReclaimMode = "knapsack",
+    reserve: int = 0,
+    held_demand: int | None = None,
 ) -> LoanDecision:
     """Lend what serving does not need; reclaim (by ``reclaim``) what it needs back.
 
     ``reserve`` idle servers stay with serving (hysteresis): demand noise of a server or
     two then does not reclaim a server, preempting its jobs, only to lend it again.
+    ``held_demand`` (:class:`DemandMemory`), if given, is the demand lending must leave
+    room for; reclaiming follows the demand of now.
     """
     inference = sorted(n.id for n in snap.nodes if n.pool == "inference")
     lent = [n for n in inference if n in snap.lent_nodes]
     serving = [n for n in inference if n not in snap.lent_nodes]
     demand = max(0, min(snap.serving_demand, len(inference)))
-    if len(serving) > demand + reserve:
+    keep = demand if held_demand is None else max(demand, min(held_demand, len(inference)))
+    if len(serving) > keep + reserve:
         # Lend the highest ids first, so the same servers tend to stay on loan.
-        extra = sorted(serving, reverse=True)[: len(serving) - demand - reserve]
+        extra = sorted(serving, reverse=True)[: len(serving) - keep - reserve]
         return LoanDecision(lend=frozenset(lent) | frozenset(extra))
     need = demand - len(serving)
     if need <= 0:

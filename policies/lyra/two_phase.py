@@ -2,19 +2,26 @@
 
 Each step:
 
-0. *Loaning* (:mod:`policies.lyra.loaning`): lend idle inference servers (keeping a small
-   reserve, ``reserve_fraction`` of the pool, so that demand noise does not reclaim a
-   server only to lend it again), reclaim what serving needs back by the dependent-value
-   knapsack; jobs on a reclaimed server are scaled in, or, below their minimum, treated
-   as queued at once — they restart elsewhere if GPUs are free, else they are preempted.
+0. *Loaning* (:mod:`policies.lyra.loaning`): lend idle inference servers, reclaim what
+   serving needs back by the dependent-value knapsack, which prefers servers whose
+   reclaim only scales jobs in; jobs a reclaim leaves below their minimum are treated as
+   queued at once — they restart elsewhere if GPUs are free, else they are preempted.
+   Two guards against demand noise (a server lent, filled, and reclaimed minutes later
+   preempts what runs there): a reserve of idle servers (``reserve_fraction`` of the
+   pool) or, measured better on Philly windows (docs/lyra.md), ``lend_after_s``: a
+   server is lent only once serving has not needed it for that long.
 1. *Base demand*: every job's minimum, shortest job first — running jobs first so that
    an arrival never preempts a running job, only takes back its flexible workers. This
    minimises queuing: a job waits only if its minimum does not fit.
 2. *Flexible demand* (:mod:`policies.lyra.flexible`): the GPUs left on each type go to the
    admitted elastic jobs so as to minimise their projected sum of JCTs.
+3. *Flexible workers on another type* (:mod:`policies.lyra.cross_type`): GPUs still idle
+   go to elastic jobs based on another type, where the mixed-type model
+   (:mod:`lyra_ray.model.mixed`) says they pay for a restart.
 
 Elastic jobs prefer lent servers and rigid jobs training servers (``preferred_nodes``),
-so that a reclaim usually means a scale-in; a job expected to run longer than
+so that a reclaim usually means a scale-in; flexible workers on another type go to lent
+servers that hold no job's base. A job expected to run longer than
 ``loan_max_remaining_s`` does not start on a loaned server at all (it would likely still
 run when serving wants the server back, and it would run slowly there). ``basic`` and
 ``lyra-baseline`` are the paper's comparison scenarios, as configurations of the class.
@@ -23,13 +30,14 @@ run when serving wants the server back, and it would run slowly there). ``basic`
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
-from typing import ClassVar
+from collections.abc import Mapping, Sequence
+from typing import Any, ClassVar
 
 from lyra_ray.model import Allocation, ClusterSnapshot, GpuType, JobId, JobView, NodeId
 from policies.base import PolicyBase, register
+from policies.lyra.cross_type import Candidate, add_extras, flexible_only
 from policies.lyra.flexible import greedy_spare, share_spare
-from policies.lyra.loaning import LoanDecision, ReclaimMode, decide_loans
+from policies.lyra.loaning import DemandMemory, LoanDecision, ReclaimMode, decide_loans
 from policies.lyra.projection import FluidJob
 
 
@@ -55,6 +63,9 @@ class LyraPolicy(PolicyBase):
         rigid_on_loan: bool = True,
         loan_max_remaining_s: float | None = 4 * 3600.0,
         reserve_fraction: float = 0.1,
+        mixed_types: bool = True,
+        resize_cost_s: float = 60.0,
+        lend_after_s: float | None = None,
     ) -> None:
         self.loaning = loaning
         self.elastic = elastic
@@ -64,6 +75,23 @@ class LyraPolicy(PolicyBase):
         self.rigid_on_loan = rigid_on_loan
         self.loan_max_remaining_s = loan_max_remaining_s
         self.reserve_fraction = reserve_fraction
+        self.mixed_types = mixed_types
+        """Phase 3: flexible workers on GPUs of another type (:mod:`policies.lyra.cross_type`)."""
+        self.resize_cost_s = resize_cost_s
+        """What one checkpoint-restart costs a job, against which phase 3 weighs a change."""
+        self.memory = DemandMemory(lend_after_s) if lend_after_s is not None else None
+        """Lend only what serving has not needed for ``lend_after_s`` (policy state)."""
+
+    def to_state(self) -> dict[str, Any]:
+        if self.memory is None:
+            return {}
+        return {"demand": [[t, d] for t, d in self.memory.points]}
+
+    def load_state(self, state: Mapping[str, Any]) -> None:
+        if self.memory is None:
+            super().load_state(state)
+            return
+        self.memory.points = [(float(t), int(d)) for t, d in state.get("demand", [])]
 
     # ------------------------------------------------------------------ helpers
     def _reserve(self, snap: ClusterSnapshot) -> int:
@@ -88,12 +116,23 @@ class LyraPolicy(PolicyBase):
         job: JobView,
         lent_types: set[GpuType],
         all_types: Sequence[GpuType],
+        gone: frozenset[NodeId] = frozenset(),
     ) -> list[GpuType]:
         types = list(all_types)
         if job.current is not None and job.current.gpu_type in types:
-            types.remove(job.current.gpu_type)
-            types.insert(0, job.current.gpu_type)
-            return types
+            first = [job.current.gpu_type]
+            if job.current.extra:
+                # A job on several types keeps its base where most of its workers
+                # survive (a reclaim of its base's server leaves it on its flexible
+                # workers: a scale-in, not a move); ties keep the base where it is.
+                kinds = {n.id: n.gpu_type for n in snap.nodes}
+                left: dict[GpuType, int] = {}
+                for n, g in job.current.nodes:
+                    if n not in gone and n in kinds:
+                        left[kinds[n]] = left.get(kinds[n], 0) + g
+                base = job.current.gpu_type
+                first = sorted(left, key=lambda t: (-left[t], t != base, t)) or first
+            return [*(t for t in first if t in types), *(t for t in types if t not in first)]
         rigid = not (self.elastic and job.spec.elastic)
         long_ = (
             self.loan_max_remaining_s is not None
@@ -112,8 +151,9 @@ class LyraPolicy(PolicyBase):
 
     # ------------------------------------------------------------------ the step
     def allocate(self, snap: ClusterSnapshot) -> Allocation:
+        held = None if self.memory is None else self.memory.held(snap.now, snap.serving_demand)
         loan = (
-            decide_loans(snap, self.reclaim, self._reserve(snap))
+            decide_loans(snap, self.reclaim, self._reserve(snap), held)
             if self.loaning
             else LoanDecision(frozenset())
         )
@@ -141,6 +181,7 @@ class LyraPolicy(PolicyBase):
             ),
         )
         free = dict(cap)
+        gone = frozenset(loan.reclaimed)
         chosen: dict[JobId, tuple[GpuType, int, int]] = {}  # job -> (type, workers, upper)
         for job in jobs:
             limit = loan.workers_cap.get(job.id, job.spec.max_workers)
@@ -151,7 +192,7 @@ class LyraPolicy(PolicyBase):
             base = job.spec.min_workers if self.elastic else requested_workers(job)
             if job.remaining_steps <= 0:
                 continue
-            for t in self._type_order(snap, job, lent_types, all_types):
+            for t in self._type_order(snap, job, lent_types, all_types, gone):
                 if free.get(t, 0) >= base and snap.throughput(job, t, base) > 0:
                     free[t] -= base
                     upper = min(limit, job.spec.max_workers) if self.elastic else base
@@ -177,10 +218,24 @@ class LyraPolicy(PolicyBase):
                 sizes = self._share(fluid, total, releases)
                 for j, w in zip(ids, sizes, strict=True):
                     workers[j] = (t, w)
+                    free[t] -= w - chosen[j][1]
+        extra: dict[JobId, tuple[tuple[GpuType, int], ...]] = {}
+        if self.elastic and self.mixed_types:
+            # Phase 3: what is still idle, as flexible workers of jobs based elsewhere.
+            cands = [
+                Candidate(by_id[j], t, w, chosen[j][2])
+                for j, (t, w) in workers.items()
+                if chosen[j][2] > w
+            ]
+            extra = add_extras(snap, cands, free, self.resize_cost_s)
+            for j, parts in extra.items():
+                t, w = workers[j]
+                workers[j] = (t, w + sum(k for _, k in parts))
         return Allocation(
             workers=workers,
             lend=loan.lend,
-            preferred_nodes=self._preferences(snap, workers, loan.lend),
+            preferred_nodes=self._preferences(snap, workers, loan.lend, extra),
+            extra=extra,
         )
 
     def _share(
@@ -210,20 +265,33 @@ class LyraPolicy(PolicyBase):
         snap: ClusterSnapshot,
         workers: dict[JobId, tuple[GpuType, int]],
         lend: frozenset[NodeId],
+        extra: Mapping[JobId, tuple[tuple[GpuType, int], ...]],
     ) -> dict[JobId, tuple[NodeId, ...]]:
-        """Elastic jobs: lent servers first (a reclaim is then a scale-in); rigid: training."""
+        """Elastic jobs: lent servers first (a reclaim is then a scale-in); rigid: training.
+
+        With flexible workers on other types, lent servers are split: a job's base on a
+        lent type goes first to lent servers that already hold bases, its flexible
+        workers on another type to lent servers that hold none. Bases then stay packed
+        on few servers and a reclaim finds servers whose loss only scales jobs in.
+        """
         out: dict[JobId, tuple[NodeId, ...]] = {}
         by_type: dict[GpuType, list[NodeId]] = {}
         for n in snap.nodes:
             by_type.setdefault(n.gpu_type, []).append(n.id)
         pool = {n.id: n.pool for n in snap.nodes}
         by_id = {j.id: j for j in snap.jobs}
+        bases, flex_only = flexible_only(snap, lend, workers) if extra else (lend, lend)
         for j, (t, _) in sorted(workers.items()):
             elastic = self.elastic and by_id[j].spec.elastic
             usable = [n for n in by_type.get(t, []) if pool[n] == "training" or n in lend]
             # Elastic: lent servers; rigid: training servers. The placer takes the best
             # fit among these first and any other usable server only after them.
-            out[j] = tuple(n for n in sorted(usable) if (n in lend) == elastic)
+            pref = [n for n in sorted(usable) if (n in lend) == elastic]
+            if extra and elastic and any(n in bases for n in pref):
+                pref = [n for n in pref if n in bases]
+            for g, _ in extra.get(j, ()):
+                pref += sorted(n for n in by_type.get(g, []) if n in flex_only)
+            out[j] = tuple(pref)
         return out
 
 
@@ -236,7 +304,11 @@ class BasicPolicy(LyraPolicy):
 
     def __init__(self, **kw: object) -> None:
         super().__init__(
-            reclaim="naive", flexible="greedy", loan_max_remaining_s=None, reserve_fraction=0.0
+            reclaim="naive",
+            flexible="greedy",
+            loan_max_remaining_s=None,
+            reserve_fraction=0.0,
+            mixed_types=False,
         )
 
 

@@ -243,3 +243,30 @@ def test_the_report_counts_in_the_live_metrics_names() -> None:
 
     for key in mx:
         metric(key.split("{")[0])  # every name is a real lyra metric
+
+
+def test_lend_delay_and_mixed_types_survive_a_restart() -> None:
+    """The lend delay's memory of demand is policy state: a core restored from JSON with
+    a fresh policy decides as the one that died (and mixed-type assignments go through
+    the saved state whole)."""
+    import dataclasses
+
+    from lyra_ray import model as m
+    from lyra_ray.scheduling.core import SchedulerCore
+    from policies.lyra.two_phase import LyraPolicy
+
+    kw = {"reserve_fraction": 0.0, "lend_after_s": 600.0}
+    specs = [dataclasses.replace(s, scaling="imagenet") for s in _loan_jobs()]
+    sim = Simulator(_loan_cluster(), LyraPolicy(**kw), SpecThroughputs(), serving_demand=[])
+    sim.max_time_s = 250.0
+    core = sim.run(specs).core
+    assert core.policy.to_state()["demand"]
+    assert any(j.current is not None and j.current.extra for j in core.active())
+    state = json.loads(json.dumps(core.to_state()))
+    twin = SchedulerCore(LyraPolicy(**kw), SpecThroughputs())
+    twin.load_state(state)
+    assert twin.to_state() == state
+    steps = [(251.0, [m.ServingDemand(2)]), (400.0, [m.ServingDemand(1)]), (700.0, [])]
+    for t, events in [*steps, (1100.0, [m.ServingDemand(0)]), (1300.0, [])]:
+        assert twin.step(t, events) == core.step(t, events), t
+    assert twin.to_state() == core.to_state()
