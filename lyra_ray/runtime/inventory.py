@@ -84,8 +84,11 @@ class Inventory:
                 return self.gpu_label[nid]
         return gpu_type
 
-    def gpus_by_type(self) -> dict[str, int]:
+    def gpus_by_type(self, live: bool = False) -> dict[str, int]:
+        """GPUs per type as last refreshed, or, ``live``, as Ray sees them now (without
+        touching the view, whose changes the next cycle must still turn into events)."""
+        nodes = [n for n, _ in self.read().values()] if live else self.nodes.values()
         out: dict[str, int] = {}
-        for n in self.nodes.values():
+        for n in nodes:
             out[n.gpu_type] = out.get(n.gpu_type, 0) + n.num_gpus
         return out

@@ -218,6 +218,17 @@ class GlobalScheduler:
             if not self.runtime.inventory.nodes:
                 self.runtime.inventory.refresh()
             gpus = self.runtime.inventory.gpus_by_type()
+        try:
+            return self._validate(raw, source, gpus)
+        except InputError:
+            # The view is as old as the last cycle: a node that joined since (or one the
+            # job needs that came back) must not get the job refused. Ask Ray, once.
+            fresh = self.runtime.inventory.gpus_by_type(live=True)
+            if fresh == gpus:
+                raise
+            return self._validate(raw, source, fresh)
+
+    def _validate(self, raw: Mapping[str, Any], source: str, gpus: dict[str, int]) -> m.JobSpec:
         spec = parse_job_spec(
             raw,
             source=source,
