@@ -6,10 +6,20 @@ entrypoint (whose driver runs in an anonymous namespace) and with Ray token auth
 (``ray.init`` reads the token like any other driver). Specs are validated here first
 (shape and fields), then by the scheduler (checks only the live cluster can make);
 either way a bad spec raises :class:`SpecError` naming the field and nothing is queued.
+
+Identity: every call carries the caller's lyra token (``LYRA_TOKEN``, else the file
+``LYRA_TOKEN_FILE`` names, else ``$LYRA_HOME/token``, which ``lyra up --local`` writes
+for its first admin); a cluster with identities on refuses a missing or wrong one with
+:class:`AuthError` and changes nothing. A cluster with no users ignores tokens.
+
+Code: a job runs in the runtime env of the driver that submits it (inside ``ray job
+submit --working-dir D``: ``D``), overridden by ``submit(..., runtime_env=...)`` and by the
+job's own ``runtime_env`` field; local paths are uploaded (:mod:`lyra_ray.runtime.user_env`).
 """
 
 from __future__ import annotations
 
+import builtins
 import contextlib
 import os
 import time
@@ -18,7 +28,8 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
-from lyra_ray.runtime.home import recorded_auth_mode
+from lyra_ray.runtime.auth import AuthError
+from lyra_ray.runtime.home import recorded_auth_mode, resolve_token
 
 if "RAY_AUTH_MODE" not in os.environ:
     # Ray reads the auth mode once, when it is imported, and a client given an explicit
@@ -40,6 +51,11 @@ from lyra_ray.serving.spec import parse_service_spec
 SpecError = InputError
 TERMINAL = frozenset({"finished", "cancelled", "failed"})
 T = TypeVar("T")
+BOUNDARY_TIMEOUT_S = 900.0
+"""``check`` / ``submit`` wait for the scheduler's entrypoint check (its own timeout
+bounds it: ``entrypoint_check_s``, 60 s by default, plus a runtime env's first setup)."""
+
+__all__ = ["TERMINAL", "AuthError", "Client", "LyraError", "SpecError"]
 
 
 class LyraError(RuntimeError):
@@ -47,13 +63,26 @@ class LyraError(RuntimeError):
 
 
 class Client:
-    def __init__(self, address: str | None = None, retry_s: float = 60.0) -> None:
+    def __init__(
+        self, address: str | None = None, retry_s: float = 60.0, token: str | None = None
+    ) -> None:
+        """``token``: the caller's lyra token; None reads ``LYRA_TOKEN`` and the files
+        the module docstring names."""
         if not ray.is_initialized():
             from lyra_ray.runtime.quiet import init_ray
 
             init_ray(address or "auto")
         self.retry_s = retry_s
+        self.token = token if token is not None else resolve_token()
         self._actor = self._lookup()
+        self.ray_job = None
+        """The Ray job this driver runs as (``ray job submit``): recorded with each job."""
+        from lyra_ray.runtime.user_env import ray_job_id
+
+        self.ray_job = ray_job_id()
+        self.dropped_env: list[str] = []
+        """Keys of the driver's runtime env the last submission did not carry (told to
+        the user by the CLI): fields lyra does not support, and any lyra token."""
 
     def _lookup(self) -> Any:
         try:
@@ -64,12 +93,20 @@ class Client:
                 "is the cluster up (`lyra up`)?"
             ) from None
 
-    def _call(self, method: str, *args: Any, retry: bool = True) -> Any:
-        """Call the scheduler; while it restarts, retry idempotent calls."""
+    def _call(
+        self, method: str, *args: Any, retry: bool = True, timeout: float = 60.0, **kw: Any
+    ) -> Any:
+        """Call the scheduler with this client's token; while it restarts, retry
+        idempotent calls. A refused token raises :class:`AuthError`."""
         deadline = time.monotonic() + (self.retry_s if retry else 0.0)
         while True:
             try:
-                return ray.get(getattr(self._actor, method).remote(*args), timeout=60)
+                ref = getattr(self._actor, method).remote(*args, auth=self.token, **kw)
+                return ray.get(ref, timeout=timeout)
+            except ray.exceptions.RayTaskError as e:
+                if isinstance(e.cause, PermissionError):
+                    raise AuthError(str(e.cause)) from None
+                raise
             except (
                 ray.exceptions.RayActorError,
                 ray.exceptions.ActorUnavailableError,
@@ -82,6 +119,22 @@ class Client:
                     self._actor = self._lookup()
 
     # ------------------------------------------------------------------ submit
+
+    def _prepare(
+        self,
+        raw: dict[str, Any],
+        base: str | Path,
+        runtime_env: Mapping[str, Any] | None,
+        inherit: bool,
+    ) -> dict[str, Any]:
+        """The job with the runtime env it runs in, local paths uploaded."""
+        from lyra_ray.runtime.user_env import client_env
+
+        env, self.dropped_env = client_env(raw, base, runtime_env, inherit)
+        out = {k: v for k, v in raw.items() if k != "runtime_env"}
+        if env:
+            out["runtime_env"] = env
+        return out
 
     @staticmethod
     def _to_dict(job: JobSpec | Mapping[str, Any]) -> dict[str, Any]:
@@ -98,32 +151,65 @@ class Client:
         parse_job_spec(job, source=f"job {job.get('name')!r}" if job.get("name") else "job")
         return dict(job)
 
-    def submit(self, job: JobSpec | Mapping[str, Any] | str | Path) -> str:
-        """Queue one job; returns its id. A path must hold exactly one job."""
+    def submit(
+        self,
+        job: JobSpec | Mapping[str, Any] | str | Path,
+        runtime_env: Mapping[str, Any] | None = None,
+        inherit_env: bool = True,
+    ) -> str:
+        """Queue one job; returns its id. A path must hold exactly one job.
+
+        ``runtime_env`` (``working_dir``, ``py_modules``, ``pip``, ``env_vars``, as Ray
+        defines them; local paths relative to the current directory) overrides this
+        driver's own; the job's ``runtime_env`` field overrides both. ``inherit_env``:
+        start from this driver's runtime env (Ray's own rule for tasks it starts)."""
         if isinstance(job, str | Path):
-            ids = self.submit_file(job)
+            ids = self.submit_file(job, runtime_env, inherit_env)
             if len(ids) != 1:
                 raise SpecError(f"{job}: holds {len(ids)} jobs; use submit_file()")
             return ids[0]
+        raw = self._prepare(self._to_dict(job), ".", runtime_env, inherit_env)
+        return self._submit_prepared(raw)
+
+    def _submit_prepared(self, raw: dict[str, Any]) -> str:
         token = uuid.uuid4().hex  # makes the retried call idempotent
-        reply: dict[str, Any] = self._call("submit", self._to_dict(job), token)
+        origin = {"ray_job": self.ray_job} if self.ray_job else None
+        reply: dict[str, Any] = self._call(
+            "submit", raw, token, origin=origin, timeout=BOUNDARY_TIMEOUT_S
+        )
         if not reply.get("ok"):
             raise SpecError(str(reply.get("error")))
         return str(reply["job_id"])
 
-    def submit_file(self, path: str | Path) -> list[str]:
-        """Queue every job of a YAML job list, after validating all of them."""
-        return self.submit_entries(load_job_entries(path))
+    def submit_file(
+        self,
+        path: str | Path,
+        runtime_env: Mapping[str, Any] | None = None,
+        inherit_env: bool = True,
+    ) -> list[str]:
+        """Queue every job of a YAML job list, after validating all of them; a job's own
+        ``runtime_env`` paths are relative to the file's folder."""
+        return self.submit_entries(
+            load_job_entries(path), runtime_env, inherit_env, base=Path(path).parent
+        )
 
-    def submit_entries(self, entries: Sequence[Mapping[str, Any]]) -> list[str]:
+    def submit_entries(
+        self,
+        entries: Sequence[Mapping[str, Any]],
+        runtime_env: Mapping[str, Any] | None = None,
+        inherit_env: bool = True,
+        base: str | Path = ".",
+    ) -> list[str]:
         """Queue every job mapping, after the scheduler has accepted all of them: one
         refused job queues none."""
-        raws = [self._to_dict(e) for e in entries]
+        raws = [self._prepare(self._to_dict(e), base, runtime_env, inherit_env) for e in entries]
         for raw in raws:
-            reply: dict[str, Any] = self._call("check", raw, retry=False)
+            reply: dict[str, Any] = self._call(
+                "check", raw, retry=False, timeout=BOUNDARY_TIMEOUT_S
+            )
             if not reply.get("ok"):
                 raise SpecError(str(reply.get("error")))
-        return [self.submit(raw) for raw in raws]
+        return [self._submit_prepared(raw) for raw in raws]
 
     # ------------------------------------------------------------------ inspect
 
@@ -191,3 +277,32 @@ class Client:
     def call(self, method: str, *args: Any) -> Any:
         """Raw access to the scheduler's introspection methods (runs, launches, stats)."""
         return self._call(method, *args)
+
+    # ------------------------------------------------------------------ identities
+
+    def whoami(self) -> dict[str, Any]:
+        """``{"name", "admin", "identities"}`` for this client's token."""
+        out: dict[str, Any] = self._call("whoami")
+        return out
+
+    def add_user(self, name: str, admin: bool = False) -> str:
+        """Create a user (admins only; the first user of an open cluster must be an
+        admin); returns its token, which lyra keeps only as a hash."""
+        return self._user_reply(self._call("user_add", name, admin, retry=False))
+
+    def issue_token(self, name: str) -> str:
+        """Another token for an existing user (admins only)."""
+        return self._user_reply(self._call("user_token", name, retry=False))
+
+    def remove_user(self, name: str) -> None:
+        self._user_reply(self._call("user_remove", name))
+
+    def users(self) -> builtins.list[dict[str, Any]]:
+        out: builtins.list[dict[str, Any]] = self._call("user_list")
+        return out
+
+    @staticmethod
+    def _user_reply(reply: dict[str, Any]) -> str:
+        if not reply.get("ok"):
+            raise SpecError(str(reply.get("error")))
+        return str(reply.get("token", ""))

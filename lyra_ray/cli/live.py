@@ -1,8 +1,9 @@
 """``lyra up|down|submit|status|cancel|logs``: the live-cluster commands.
 
 Registered on the lead's dispatcher (:mod:`lyra_ray.cli`). Bad input raises
-:class:`InputError` (exit code 2, one line, no traceback); an unreachable cluster is a
-one-line error with exit code 1.
+:class:`InputError` (exit code 2, one line, no traceback); an unreachable cluster or a
+refused token is a one-line error with exit code 1. ``lyra user ...``:
+:mod:`lyra_ray.cli.users`.
 """
 
 from __future__ import annotations
@@ -40,7 +41,17 @@ def register(sub: Any) -> None:
     p = sub.add_parser("submit", help="submit the jobs of a YAML job list")
     p.add_argument("file")
     p.add_argument("--address", default=None)
-    p.add_argument("--wait", action="store_true", help="block until every job has ended")
+    p.add_argument(
+        "--working-dir",
+        default=None,
+        metavar="DIR",
+        help="run the jobs' code from DIR (uploaded; inside `ray job submit` the job's own)",
+    )
+    p.add_argument(
+        "--wait",
+        action="store_true",
+        help="block until every job has ended; SIGTERM/SIGINT (`ray job stop`) cancels them",
+    )
     p.add_argument("--timeout", type=float, default=None)
     p.set_defaults(func=_submit)
 
@@ -86,23 +97,44 @@ def _submit(args: argparse.Namespace) -> int:
     from lyra_ray.model.spec import load_job_entries
 
     entries = load_job_entries(args.file)  # shape errors before touching the cluster
+    extra = None
+    if args.working_dir is not None:
+        if not Path(args.working_dir).is_dir():
+            raise InputError(f"--working-dir: {args.working_dir!r} is not a directory")
+        extra = {"working_dir": args.working_dir}
+    from lyra_ray.cli.stop import Stopped, StopSignals, cancel_on_stop
+
     c = _client(args.address)
-    ids = c.submit_entries(entries)
-    have = {str(n["gpu_type"]).lower() for n in c.overview()["nodes"]}
-    for jid, raw in zip(ids, entries, strict=True):
-        print(jid)
-        absent = sorted(absent_gpu_types(raw, have))
-        if absent:
-            print(f"  note: {raw['name']} names GPU types this cluster lacks, ignored: {absent}")
-    if not args.wait:
-        print(f"submitted {len(ids)} job(s); follow them with `lyra status --watch`")
-        return 0
-    results = [c.wait(j, timeout=args.timeout) for j in ids]
+    stop = StopSignals(args.wait)
+    with stop:
+        ids = c.submit_entries(entries, extra, base=Path(args.file).parent)
+        _print_submitted(c, ids, entries)
+        if not args.wait:
+            print(f"submitted {len(ids)} job(s); follow them with `lyra status --watch`")
+            return 0
+        try:
+            stop.arm()
+            results = [c.wait(j, timeout=args.timeout) for j in ids]
+        except Stopped as e:
+            return cancel_on_stop(c, ids, e.signum)
     _print_table(results)
     bad = [f"{r['id']} {r['status']}" for r in results if r["status"] != "finished"]
     done = len(results) - len(bad)
     print(f"{done} of {len(results)} job(s) finished" + (f"; not: {', '.join(bad)}" if bad else ""))
     return 0 if not bad else 1
+
+
+def _print_submitted(c: Any, ids: list[str], entries: list[dict[str, Any]]) -> None:
+    if c.dropped_env:
+        print(f"  note: the driver's runtime env keys {c.dropped_env} do not travel with jobs")
+    have = {str(n["gpu_type"]).lower() for n in c.overview()["nodes"]}
+    for jid, raw in zip(ids, entries, strict=True):
+        print(jid, flush=True)
+        if c.ray_job:  # what the Ray dashboard's job log shows: the link both ways
+            print(f"  lyra job {jid} submitted by Ray job {c.ray_job}", flush=True)
+        absent = sorted(absent_gpu_types(raw, have))
+        if absent:
+            print(f"  note: {raw['name']} names GPU types this cluster lacks, ignored: {absent}")
 
 
 def absent_gpu_types(raw: dict[str, Any], have: set[str]) -> set[str]:
@@ -131,7 +163,7 @@ def _print_table(rows: list[dict[str, Any]], wide: bool = False) -> None:
     for col in ("state", "GPUs", "steps", "queued", "run"):
         t.add_column(col, justify="right" if col in ("steps", "queued", "run") else "left")
     if wide:
-        for col in ("user", "gen", "reason"):
+        for col in ("user", "gen", "ray job", "reason"):
             t.add_column(col)
     for r in rows:
         total = float(r.get("total_steps") or 0)
@@ -145,7 +177,12 @@ def _print_table(rows: list[dict[str, Any]], wide: bool = False) -> None:
             f"{float(r.get('run_s') or 0):.0f}s",
         ]
         if wide:
-            cells += [str(r.get("user", "")), str(r.get("generation", "")), r.get("reason") or ""]
+            cells += [
+                str(r.get("user", "")),
+                str(r.get("generation", "")),
+                str(r.get("ray_job") or ""),
+                r.get("reason") or "",
+            ]
         t.add_row(*cells)
     console = Console(width=None if wide else min(Console().width, 100))
     console.print(t)
@@ -168,6 +205,7 @@ def job_row(r: dict[str, Any]) -> dict[str, Any]:
         "total_steps": r.get("total_steps"),
         "user": r.get("user"),
         "generation": r.get("generation"),
+        "ray_job": r.get("ray_job"),
         "queued_s": r.get("queued_s"),
         "reason": r.get("reason"),
     }
@@ -288,10 +326,16 @@ def _up(args: argparse.Namespace) -> int:
         args.inference,
         prometheus=args.prometheus,
     )
-    print("# run these two lines in your shell, then `lyra submit FILE`, `lyra status`:")
+    print("# run these lines in your shell, then `lyra submit FILE`, `lyra status`:")
     print(f"export RAY_ADDRESS={info['address']}")
     if info.get("auth_mode"):
         print(f"export RAY_AUTH_MODE={info['auth_mode']}")
+    if info.get("token_file"):
+        print(f"export LYRA_TOKEN_FILE={info['token_file']}")
+        print(
+            f"lyra identities are on: {info.get('admin', 'admin')!r} is an admin; the token "
+            f"in {info['token_file']} (mode 0600) is theirs; `lyra user add NAME` adds users"
+        )
     if info.get("dashboard"):
         print(f"dashboard: {info['dashboard']}")
     if info.get("auth_mode") == "token" and info.get("dashboard"):

@@ -2,7 +2,8 @@
 
 Bad input raises :class:`InputError` anywhere below; it is printed as one line on
 stderr with exit code 2 — never a traceback — because the user, not the code, has to
-fix it.
+fix it. A refused lyra token (:class:`lyra_ray.runtime.auth.AuthError`, a
+``PermissionError``) is one line too, exit code 1.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from lyra_ray.model.errors import InputError
 _GROUPS = (
     "lyra_ray.cli.sim",
     "lyra_ray.cli.live",
+    "lyra_ray.cli.users",
     "lyra_ray.cli.serve",
     "lyra_ray.cli.dashboard",
     "lyra_ray.cli.plan",
@@ -65,6 +67,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except InputError as e:
         print(f"lyra: error: {e}", file=sys.stderr)
         return 2
+    except PermissionError as e:  # a refused lyra token (AuthError), an unreadable file
+        print(f"lyra: error: {e}", file=sys.stderr)
+        return 1
     except KeyboardInterrupt:
         return 130
 

@@ -18,6 +18,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from lyra_ray.model import JobSpec, Node
 from lyra_ray.model.errors import InputError
+from lyra_ray.model.runtime_env import check_backend, check_runtime_env
 
 SpecError = InputError
 
@@ -46,6 +47,12 @@ class _JobInput(BaseModel):
     model: Any = None
     """A model description (name or mapping, :mod:`lyra_ray.parallelism.inputs`); its
     throughput per GPU type and size then comes from the parallelism planner."""
+    runtime_env: Any = None
+    """Ray's runtime env for the job's runs (:mod:`lyra_ray.model.runtime_env`, checked
+    in :func:`parse_job_spec`): it travels beside the spec, not in it (the core never
+    needs it)."""
+    backend: Any = None
+    """The process-group backend: ``auto`` (default), ``gloo`` or ``nccl``."""
 
     @field_validator("throughput")
     @classmethod
@@ -141,6 +148,7 @@ def parse_job_spec(
         raise InputError(
             f"{source}: field 'scaling': unknown curve {j.scaling!r}; known: {sorted(known_curves)}"
         )
+    run_options(raw, source)
     lo = j.workers or j.min_workers or 1
     hi = j.workers or j.max_workers or lo
     by_size, config = None, dict(j.config)
@@ -162,6 +170,19 @@ def parse_job_spec(
         config=config,
         throughput_by_size=by_size,
     )
+
+
+def run_options(
+    raw: Mapping[str, Any], source: str = "job", uploaded: bool = False
+) -> tuple[dict[str, Any], str]:
+    """(runtime env, backend) of a job mapping, checked; ``uploaded``: as the scheduler
+    receives them (URIs only). Raises :class:`InputError` naming the field."""
+    try:
+        env = check_runtime_env(raw.get("runtime_env"), uploaded=uploaded)
+        backend = check_backend(raw.get("backend"))
+    except InputError as e:
+        raise InputError(f"{source}: {e}") from None
+    return env, backend
 
 
 def _planned(

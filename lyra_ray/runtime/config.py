@@ -42,6 +42,9 @@ class SchedulerConfig:
     keeps by default); see lyra_ray/scheduling/backfill.py."""
     metrics: bool = True
     """Export the scheduler's metrics through ``ray.util.metrics`` (docs/observability.md)."""
+    entrypoint_check_s: float = 60.0
+    """How long a submitted job's entrypoint may take to import (in a short-lived task
+    with the job's runtime env, first setup included) before the job is refused."""
 
     @classmethod
     def from_dict(cls, raw: Mapping[str, Any] | None) -> SchedulerConfig:
@@ -52,9 +55,12 @@ class SchedulerConfig:
             raise InputError(f"lyra config: unknown field(s) {unknown}; known: {sorted(known)}")
         try:
             cfg = cls(**raw)
-            for f in ("round_s", "period_s", "grace_s", "min_lease_s", "startup_grace_s"):
-                _finite(f, getattr(cfg, f), positive=f in ("round_s", "period_s", "grace_s"))
+            positive = ("round_s", "period_s", "grace_s", "entrypoint_check_s")
+            for f in (*positive, "min_lease_s", "startup_grace_s"):
+                _finite(f, getattr(cfg, f), positive=f in positive)
             _finite("min_reset_interval_s", cfg.min_reset_interval_s, positive=False)
+            if cfg.entrypoint_check_s > 3600:
+                raise ValueError("field 'entrypoint_check_s' must be at most 3600 seconds")
             for f in ("policy", "state_dir", "storage_path", "serve_host"):
                 v = getattr(cfg, f)
                 if not isinstance(v, str) or not v or "\x00" in v:

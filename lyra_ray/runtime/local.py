@@ -226,7 +226,8 @@ def _up(
     else:
         init_ray(os.environ.get("RAY_ADDRESS", "auto"))
         info.update(address=ray.get_runtime_context().gcs_address, dashboard=None)
-    start_scheduler({**vars(cfg)})
+    actor = start_scheduler({**vars(cfg)})
+    _first_admin(actor, h, info)
     if info.get("prometheus"):
         from lyra_ray.runtime import prometheus as prom
 
@@ -238,6 +239,30 @@ def _up(
     _save(h, info)
     ray.shutdown()
     return info
+
+
+ADMIN = "admin"
+
+
+def _first_admin(actor: Any, h: Path, info: dict[str, Any]) -> None:
+    """Turn lyra identities on: create the first admin and keep its token in ``h/token``
+    (0600), where this OS user's CLI and SDK find it. A scheduler that already has users
+    (``lyra up`` again over the same ``--dir``) keeps them and the token written then."""
+    import ray
+
+    from lyra_ray.runtime.home import token_path, write_token
+
+    try:
+        reply = ray.get(actor.user_add.remote(ADMIN, True))
+    except ray.exceptions.RayTaskError as e:
+        if not isinstance(e.cause, PermissionError):
+            raise
+        reply = {"ok": False}
+    if reply.get("ok"):
+        info["token_file"] = str(write_token(str(reply["token"]), str(h)))
+    elif token_path(str(h)).exists():
+        info["token_file"] = str(token_path(str(h)))
+    info["admin"] = ADMIN
 
 
 def _save(h: Path, info: dict[str, Any]) -> None:

@@ -66,11 +66,15 @@ class RayRuntime:
         serving_hook: Callable[[m.Action], None] | None = None,
         node_ready: Callable[[str], bool] | None = None,
         max_restarts: int = MAX_UNEXPECTED_ENDS,
+        run_options: Callable[[str], Mapping[str, Any]] | None = None,
     ) -> None:
         """``serving_hook`` carries out Lend / Reclaim / ScaleServe; ``node_ready(node)``
         says whether training may use a server yet (a lent server is ready once its
-        Serve replicas have left). A run bound for a server not ready waits."""
+        Serve replicas have left). A run bound for a server not ready waits.
+        ``run_options(job)``: what travels beside the job's spec (``runtime_env``,
+        ``backend``), read at every start so every generation gets it."""
         self.specs = specs
+        self.run_options = run_options
         self.node_ready = node_ready
         # a URI (s3://, file://, ...) is Ray Train's and pyarrow's to resolve
         self.storage_path = storage_path if "://" in storage_path else os.path.abspath(storage_path)
@@ -187,6 +191,7 @@ class RayRuntime:
         a = assignment_from_dict(assignment)
         assert a is not None
         label = self.inventory.label_for_type(a.gpu_type)
+        opts = self.run_options(job_id) if self.run_options is not None else {}
         req = runs.RunRequest(
             job_id=job_id,
             generation=gen,
@@ -194,8 +199,12 @@ class RayRuntime:
             total_steps=int(spec.total_steps),
             config=run_config(spec.config, a.gpu_type, a.workers),
             workers=a.workers,
-            label_selectors=runs.worker_selectors(label, a.nodes, a.workers),
+            label_selectors=runs.worker_selectors(
+                label, a.nodes, a.workers, self.inventory.gpu_label
+            ),
             storage_path=self.storage_path,
+            runtime_env=opts.get("runtime_env") or None,
+            backend=str(opts.get("backend") or "auto"),
         )
         runs.start_run(req)
         now = time.time()

@@ -9,6 +9,13 @@ GPUs in about a second.
 
 The run name and storage path are stable per job, so a rerun writes its checkpoints
 next to the old ones and :func:`lyra_ray.train.step_loop.latest_checkpoint` finds the newest.
+
+The run actor is created with the job's own runtime env (its user's directory, modules,
+packages, variables: :mod:`lyra_ray.runtime.user_env`). Ray hands a parent's runtime env
+down to the tasks and actors it starts, so the Train controller and every Train worker of
+every generation run in it too (checked on Ray 2.60: an actor created with only
+``env_vars``, as Train creates its controller and workers, keeps its parent's
+``working_dir``, and the ``env_vars`` merge).
 """
 
 from __future__ import annotations
@@ -68,6 +75,10 @@ class RunRequest:
     workers: int
     label_selectors: tuple[Mapping[str, str], ...]
     storage_path: str
+    runtime_env: Mapping[str, Any] | None = None
+    """The job's uploaded runtime env (URIs only), or None for the cluster's own."""
+    backend: str = "auto"
+    """``auto`` (NCCL on CUDA workers, else gloo), ``gloo`` or ``nccl``."""
 
 
 def worker_selectors(
@@ -111,7 +122,9 @@ class TrainRun:
 
     def run(self, req: RunRequest) -> str:
         from ray.train import FailureConfig, RunConfig, ScalingConfig
-        from ray.train.torch import TorchConfig, TorchTrainer
+        from ray.train.torch import TorchTrainer
+
+        from lyra_ray.train.backend import LyraTorchConfig
 
         control = get_or_create_control()
         steps = 0.0
@@ -131,7 +144,7 @@ class TrainRun:
             trainer = TorchTrainer(
                 fn,
                 train_loop_config=config,
-                torch_config=TorchConfig(backend="gloo"),
+                torch_config=LyraTorchConfig(backend=req.backend),
                 scaling_config=ScalingConfig(  # type: ignore[call-arg]
                     num_workers=req.workers,
                     use_gpu=True,
@@ -206,14 +219,31 @@ def _first_line(e: BaseException) -> str:
 
 
 def start_run(req: RunRequest) -> None:
-    """Start (or resume) a run of ``req.generation`` (older generations see should_stop)."""
+    """Start (or resume) a run of ``req.generation`` (older generations see should_stop).
+
+    A run whose runtime env names a package the cluster's GCS no longer holds (a
+    ``lyra down`` / ``lyra up`` in between: packages live in the GCS, checkpoints on
+    disk) is not started: its run ends at once as failed, naming the package, rather
+    than an actor that cannot start and vanishes without a word."""
+    from lyra_ray.runtime.user_env import missing_packages
+
     control = get_or_create_control()
     ray.get(control.begin.remote(req.job_id, req.generation))
+    missing = missing_packages(req.runtime_env)
+    if missing:
+        why = (
+            f"the job's runtime env package {missing[0]} is gone from this Ray cluster "
+            "(packages live in the cluster's GCS, which a new cluster does not have): "
+            "submit the job again from its directory"
+        )
+        ray.get(control.finish.remote(req.job_id, req.generation, "failed", 0.0, why))
+        return
     actor = TrainRun.options(  # type: ignore[attr-defined]
         name=run_actor_name(req.job_id, req.generation),
         namespace=NAMESPACE,
         lifetime="detached",
         resources={"node:__internal_head__": 0.001},
+        runtime_env=dict(req.runtime_env) if req.runtime_env else None,
     ).remote(req)
     del actor  # detached: it runs on without a handle
     log.info("launched %s gen %d with %d workers", req.job_id, req.generation, req.workers)

@@ -3,8 +3,14 @@
 It is deliberately thin. Every decision is the core's; every Ray call is RayRuntime's.
 What lives here is the loop, the durable state and the boundary: the SDK's calls
 (submit / cancel / status / list) land in the SQLite inbox first, so an accepted job
-survives a crash, and live-only checks (importable entrypoint, a GPU type this cluster
-has, enough GPUs of one type) refuse bad input before it can reach the core.
+survives a crash, and live-only checks (:mod:`lyra_ray.runtime.boundary`: the runtime
+env, a GPU type this cluster has, enough GPUs of one type, an entrypoint that imports in
+a task of its own) refuse bad input before it can reach the core.
+
+Every method that reads or changes jobs, services or users takes the caller's lyra
+token (``auth``) and checks it (:mod:`lyra_ray.runtime.auth`): any Ray client may call
+any method of this actor, so the check cannot live in the SDK. A caller sees and cancels
+only their own jobs unless an admin; a scheduler with no user runs open.
 
 Order inside one cycle: fold inbox + polled events -> ``core.step`` -> persist (state
 and consumed inbox rows in one transaction) -> apply. Persisting before applying means
@@ -27,20 +33,21 @@ import ray
 
 from lyra_ray import model as m
 from lyra_ray.model.errors import InputError
-from lyra_ray.model.spec import parse_job_spec
 from lyra_ray.model.state import JobState, spec_from_dict, spec_to_dict
 from lyra_ray.model.throughput import MeasuredThroughputs, catalogue_throughputs
 from lyra_ray.runtime.archive import JobArchive, describe, hand_out_terminal
+from lyra_ray.runtime.auth import Users
+from lyra_ray.runtime.boundary import Boundary, JobMeta, check_origin, owned
 from lyra_ray.runtime.config import SchedulerConfig
 from lyra_ray.runtime.faults import FaultHook
 from lyra_ray.runtime.metrics import SchedulerMetrics, TimedPolicy
 from lyra_ray.runtime.names import NAMESPACE, SCHEDULER_ACTOR
 from lyra_ray.runtime.ray_runtime import RayRuntime
-from lyra_ray.runtime.runs import load_entrypoint
+from lyra_ray.runtime.scheduler_views import SchedulerViews
 from lyra_ray.runtime.serving import ServingPool
 from lyra_ray.runtime.store import StateStore
+from lyra_ray.runtime.user_env import RENEW_S, UriKeeper
 from lyra_ray.scheduling.core import SchedulerCore, default_rounds
-from lyra_ray.serving.spec import parse_service_spec
 from policies.base import Policy, get_policy
 
 log = logging.getLogger(__name__)
@@ -51,11 +58,15 @@ def _slug(name: str) -> str:
 
 
 @ray.remote(num_cpus=0, max_restarts=-1, max_concurrency=16)  # type: ignore[call-overload]
-class GlobalScheduler:
+class GlobalScheduler(SchedulerViews):
     def __init__(self, config: dict[str, Any]) -> None:
         logging.basicConfig(level=logging.INFO)
         self.cfg = SchedulerConfig.from_dict(config)
         self.store = StateStore(self.cfg.state_dir)
+        self.users = Users(self.store)
+        self.jobmeta = JobMeta(self.store)
+        self.keeper = UriKeeper()
+        self._kept_at = 0.0
         self.lock = threading.RLock()
         self.wake = threading.Event()
         self.throughputs = MeasuredThroughputs(catalogue_throughputs())
@@ -82,7 +93,9 @@ class GlobalScheduler:
             serving_hook=self.serving.apply,
             node_ready=self.serving.node_ready,
             max_restarts=self.cfg.run_restarts,
+            run_options=self.jobmeta.meta,
         )
+        self.boundary = Boundary(self._gpus, self.throughputs, self.cfg.entrypoint_check_s)
         self.reasons: dict[str, str] = {}
         self.next_wakeup: float | None = None
         self.cycle_s: list[dict[str, float]] = []
@@ -156,6 +169,10 @@ class GlobalScheduler:
             actions = decision.actions
             self.next_wakeup = decision.next_wakeup
             hand_out_terminal(self.core, self.archive, self.runtime, self.reasons)
+            if now - self._kept_at > RENEW_S / 4:  # the active jobs' code packages stay
+                self._kept_at = now
+                active = list(self.core.jobs) + [r[2] for r in self.store.pending()]
+                self.keeper.keep(self.jobmeta.meta(j).get("runtime_env") for j in active)
             if events or actions or self.runtime.dirty or self.archive.pending:
                 self._save([r[0] for r in rows])
             if actions:
@@ -210,69 +227,49 @@ class GlobalScheduler:
 
     # ------------------------------------------------------------------ the boundary
 
-    def validate(self, raw: Mapping[str, Any]) -> m.JobSpec:
-        """Parse + the checks only a live cluster can make; raises InputError."""
-        name = raw.get("name") if isinstance(raw, Mapping) else None
-        source = f"job {name!r}" if name else "job"
+    def _gpus(self, live: bool = False) -> dict[str, int]:
         with self.lock:
             if not self.runtime.inventory.nodes:
                 self.runtime.inventory.refresh()
-            gpus = self.runtime.inventory.gpus_by_type()
-        try:
-            return self._validate(raw, source, gpus)
-        except InputError:
-            # The view is as old as the last cycle: a node that joined since (or one the
-            # job needs that came back) must not get the job refused. Ask Ray, once.
-            fresh = self.runtime.inventory.gpus_by_type(live=True)
-            if fresh == gpus:
-                raise
-            return self._validate(raw, source, fresh)
+            return self.runtime.inventory.gpus_by_type(live=live)
 
-    def _validate(self, raw: Mapping[str, Any], source: str, gpus: dict[str, int]) -> m.JobSpec:
-        spec = parse_job_spec(
-            raw,
-            source=source,
-            known_gpu_types=list(gpus),
-            known_job_types=sorted(getattr(self.throughputs.seed, "job_types", ())) or None,
-        )
-        if spec.entrypoint is None:
-            raise InputError(f"{source}: field 'entrypoint': required to run on the cluster")
+    def check(self, raw: dict[str, Any], auth: str | None = None) -> dict[str, Any]:
+        who = self.users.identify(auth)
         try:
-            load_entrypoint(spec.entrypoint)
-        except Exception as e:
-            raise InputError(
-                f"{source}: field 'entrypoint': cannot import {spec.entrypoint!r}: {e}"
-            ) from None
-        need = spec.min_workers  # a planned model may not fit on fewer GPUs than it asks for
-        usable = {g: n for g, n in gpus.items() if self.throughputs.throughput(spec, g, need) > 0}
-        biggest = max(usable.values(), default=0)
-        if spec.min_workers > biggest:
-            field = "workers" if not spec.elastic else "min_workers"
-            raise InputError(
-                f"{source}: field '{field}': needs {spec.min_workers} GPUs of one type; "
-                f"this cluster has at most {biggest} of a type the job can use ({usable})"
-            )
-        return spec
-
-    def check(self, raw: dict[str, Any]) -> dict[str, Any]:
-        try:
-            self.validate(raw)
+            self.boundary.validate(owned(raw, who))
         except InputError as e:
             return {"ok": False, "error": str(e)}
         return {"ok": True}
 
-    def submit(self, raw: dict[str, Any], token: str | None = None) -> dict[str, Any]:
+    def submit(
+        self,
+        raw: dict[str, Any],
+        token: str | None = None,
+        auth: str | None = None,
+        origin: dict[str, Any] | None = None,
+    ) -> dict[str, Any]:
+        """Queue a job; ``token`` makes a retried call idempotent, ``auth`` is the
+        caller's lyra token, ``origin`` names the Ray job that submitted it."""
+        who = self.users.identify(auth)
         try:
-            spec = self.validate(raw)
+            meta = check_origin(origin)
+            ok = self.boundary.validate(owned(raw, who))
         except InputError as e:
             return {"ok": False, "error": str(e)}
+        meta.update(ok.meta)
         seq = self.store.next_seq("job_seq")
-        jid = f"{_slug(spec.name)}-{seq:04d}-{uuid.uuid4().hex[:4]}"
-        jid = self.store.enqueue("submit", jid, spec_to_dict(spec), token)
+        jid = f"{_slug(ok.spec.name)}-{seq:04d}-{uuid.uuid4().hex[:4]}"
+        got = self.store.enqueue(
+            "submit", jid, spec_to_dict(ok.spec), token, meta=meta, owner=who.name
+        )
+        if got == jid:
+            self.jobmeta.put(jid, who.name, meta)
+            self.keeper.keep([meta.get("runtime_env")])
         self.wake.set()
-        return {"ok": True, "job_id": jid}
+        return {"ok": True, "job_id": got}
 
-    def cancel(self, job_id: str) -> dict[str, Any]:
+    def cancel(self, job_id: str, auth: str | None = None) -> dict[str, Any]:
+        who = self.users.identify(auth)
         if not isinstance(job_id, str):
             return {"ok": False, "error": f"field 'job_id': expected a string, got {job_id!r}"}
         with self.lock:
@@ -283,13 +280,22 @@ class GlobalScheduler:
             )
         if not known:
             return {"ok": False, "error": f"field 'job_id': unknown job {job_id!r}"}
+        self.jobmeta.check_access(job_id, who)
         self.store.enqueue("cancel", job_id, {})
         self.wake.set()
         return {"ok": True, "job_id": job_id}
 
-    def status(self, job_id: str) -> dict[str, Any] | None:
+    def status(self, job_id: str, auth: str | None = None) -> dict[str, Any] | None:
+        who = self.users.identify(auth)
         if not isinstance(job_id, str):
             return None
+        row = self._status(job_id)
+        if row is not None:
+            self.jobmeta.check_access(job_id, who)
+            row = self.jobmeta.decorate(row)
+        return row
+
+    def _status(self, job_id: str) -> dict[str, Any] | None:
         with self.lock:
             j = self.core.jobs.get(job_id)
             if j is None:
@@ -311,116 +317,11 @@ class GlobalScheduler:
         gen = self.runtime.generations.get(j.id, 0)
         return describe(j, self.core.now, gen, self.reasons.get(j.id))
 
-    # ------------------------------------------------------------------ introspection
-
-    def ping(self) -> dict[str, Any]:
-        return {"restarts": self.restarts, "config": asdict(self.cfg)}
-
-    def deploy_service(self, raw: dict[str, Any]) -> dict[str, Any]:
-        """Register and deploy an inference service; refused whole, naming the field."""
-        try:
-            spec = parse_service_spec(raw)
-            deadline = time.monotonic() + 3 * self.cfg.period_s + 5.0
-            while not self.serving.nodes and time.monotonic() < deadline:
-                self.wake.set()  # the next cycle reads the inventory
-                time.sleep(0.2)
-            with self.lock:
-                url = self.serving.deploy(spec)
-                self._save([])
-        except InputError as e:
-            return {"ok": False, "error": str(e)}
-        self.wake.set()
-        return {"ok": True, "service": spec.name, "url": url}
-
-    def remove_service(self, name: str) -> dict[str, Any]:
-        try:
-            with self.lock:
-                self.serving.remove(name)
-                self._save([])
-        except InputError as e:
-            return {"ok": False, "error": str(e)}
-        self.wake.set()
-        return {"ok": True, "service": name}
-
-    def overview(self) -> dict[str, Any]:
-        """Everything ``lyra status`` shows: servers with their state, jobs, serving."""
+    def list(self, auth: str | None = None) -> list[dict[str, Any]]:
+        """Every job the caller may see (all for an admin), the archived ones too."""
+        who = self.users.identify(auth)
         with self.lock:
-            serving = self.serving.describe()
-            nodes = []
-            for n in sorted(self.core.nodes.values(), key=lambda n: (n.pool, n.gpu_type, n.id)):
-                if n.pool == "inference":
-                    state = serving["servers"].get(n.id, "serving")
-                else:
-                    state = "training"
-                nodes.append(
-                    {
-                        "id": n.id,
-                        "gpu_type": n.gpu_type,
-                        "pool": n.pool,
-                        "gpus": n.num_gpus,
-                        "state": state,
-                    }
-                )
-            jobs = self._all_jobs()
-            rounds = {
-                "policy": self.cfg.policy,
-                "round_s": self.core.round_s,
-                "rounds_done": self.core.rounds.rounds_done,
-                "next_round_s": self.core.next_round_s,
-                "now": self.core.now,
-            }
-            return {"nodes": nodes, "jobs": jobs, "serving": serving, "rounds": rounds}
-
-    def nodes(self) -> list[dict[str, Any]]:
-        with self.lock:
-            return [asdict(n) for n in self.runtime.inventory.nodes.values()]
-
-    def launches(self) -> list[tuple[float, str, int, dict[str, Any]]]:
-        with self.lock:
-            return sorted(self.runtime.launches + self.archive.launches(), key=lambda x: x[0])
-
-    def runs(self) -> dict[str, dict[str, Any]]:
-        """The control records: per job its latest run's steps and workers' node labels."""
-        return self.runtime.worker_placements()
-
-    def history(self) -> list[dict[str, Any]]:
-        """Every worker's own report of its node and labels, for all runs."""
-        out: list[dict[str, Any]] = ray.get(self.runtime.control.history.remote())
-        return out
-
-    def stats(self) -> dict[str, Any]:
-        with self.lock:
-            return {
-                "cycle_s": list(self.cycle_s),
-                "commits": list(self.commits),
-                "gaps": list(self.runtime.gaps),
-                "cycles": self.core.cycles,
-                "restarts": self.restarts,
-                "jobs_in_state": len(self.core.jobs),
-                "archived": self.archive.count(),
-            }
-
-    def inject_fault(self, point: str) -> dict[str, Any]:
-        """Test-only: crash at ``point`` of the next cycle with actions
-        (:mod:`lyra_ray.runtime.faults`); refused unless the cluster allows it."""
-        return self.fault.arm(point)
-
-    def set_metrics_export(self, enabled: bool) -> bool:
-        """Turn metric export off or back on without a restart (policy solve times are
-        still timed); returns whether it is on. A scheduler started with
-        ``metrics: false`` has no metrics to turn on."""
-        if self.metrics is not None:
-            self.metrics.enabled = bool(enabled)
-        return self.metrics is not None and self.metrics.enabled
-
-    def shutdown(self) -> None:
-        self._stopped = True
-        self.wake.set()
-
-    def list(self) -> list[dict[str, Any]]:  # last: the name shadows `list` in the class
-        """Every job, the archived ones too."""
-        with self.lock:
-            return self._all_jobs()
+            return self.jobmeta.visible(self._all_jobs(), who)
 
 
 def start_scheduler(config: Mapping[str, Any] | None = None) -> Any:

@@ -1,12 +1,15 @@
 """Durable scheduler state: one SQLite file under the state directory on the head node.
 
-Three tables. ``inbox`` holds submissions and cancellations the moment the SDK call
+Tables. ``inbox`` holds submissions and cancellations the moment the SDK call
 returns, so an accepted job survives a scheduler crash before the loop has seen it.
 ``kv`` holds the latest core + runtime state; :meth:`commit` writes it, marks the inbox
 rows it folded in and archives the jobs that ended, in *one* transaction — either all
 happened or none. ``archive`` holds every terminal job's last record: they leave the
 per-cycle state (which stays as large as the active jobs, not as all jobs ever seen)
-and ``status`` / ``list`` read them here.
+and ``status`` / ``list`` read them here. ``job_meta`` holds what travels beside a job's
+spec (its owner, runtime env, backend, the Ray job that submitted it), written in the
+submission's own transaction, so an accepted job never lacks them; ``users`` and
+``tokens`` hold identities (a token only as a salted hash, :mod:`lyra_ray.runtime.auth`).
 
 Durability (issue #17): WAL journal, ``synchronous=FULL``. WAL alone survives a killed
 process at any synchronous level — a transaction is in the WAL whole or not at all
@@ -44,6 +47,23 @@ CREATE TABLE IF NOT EXISTS archive (
     job_id TEXT NOT NULL UNIQUE,
     record TEXT NOT NULL
 );
+CREATE TABLE IF NOT EXISTS job_meta (
+    job_id TEXT PRIMARY KEY,
+    owner TEXT,
+    meta TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS users (
+    name TEXT PRIMARY KEY,
+    admin INTEGER NOT NULL,
+    created REAL NOT NULL
+);
+CREATE TABLE IF NOT EXISTS tokens (
+    token_id TEXT PRIMARY KEY,
+    name TEXT NOT NULL,
+    salt BLOB NOT NULL,
+    digest BLOB NOT NULL,
+    created REAL NOT NULL
+);
 """
 SYNCHRONOUS = "FULL"
 """See the module docstring: every commit is fsynced before it returns."""
@@ -61,12 +81,19 @@ class StateStore:
         self._db.executescript(_SCHEMA)
 
     def enqueue(
-        self, kind: str, job_id: str, payload: dict[str, Any], token: str | None = None
+        self,
+        kind: str,
+        job_id: str,
+        payload: dict[str, Any],
+        token: str | None = None,
+        meta: dict[str, Any] | None = None,
+        owner: str | None = None,
     ) -> str:
         """Queue a request; with a ``token``, a retried request returns the first job id.
 
         Why tokens: a client whose call hit a restarting scheduler cannot know whether
-        the call landed; retrying with the same token makes submit idempotent.
+        the call landed; retrying with the same token makes submit idempotent. ``meta``
+        and ``owner`` (a submission's) go into ``job_meta`` in the same transaction.
         """
         with self._lock:
             self._db.execute("BEGIN IMMEDIATE")
@@ -83,6 +110,11 @@ class StateStore:
                     "INSERT INTO inbox (kind, job_id, payload) VALUES (?, ?, ?)",
                     (kind, job_id, json.dumps(payload)),
                 )
+                if meta is not None:
+                    self._db.execute(
+                        "INSERT OR REPLACE INTO job_meta VALUES (?, ?, ?)",
+                        (job_id, owner, json.dumps(meta, sort_keys=True)),
+                    )
                 self._db.execute("COMMIT")
             except BaseException:
                 self._db.execute("ROLLBACK")
@@ -149,6 +181,78 @@ class StateStore:
     def archive_count(self) -> int:
         with self._lock:
             return int(self._db.execute("SELECT COUNT(*) FROM archive").fetchone()[0])
+
+    # ------------------------------------------------------------------ job meta
+
+    def job_meta(self) -> dict[str, tuple[str | None, dict[str, Any]]]:
+        """Every job's (owner, meta): read once at start; the scheduler caches it."""
+        with self._lock:
+            rows = self._db.execute("SELECT job_id, owner, meta FROM job_meta").fetchall()
+        return {j: (o, json.loads(m)) for j, o, m in rows}
+
+    # ------------------------------------------------------------------ identities
+
+    def users(self) -> list[tuple[str, bool, float]]:
+        """(name, admin, created) of every user, by name."""
+        with self._lock:
+            rows = self._db.execute("SELECT name, admin, created FROM users ORDER BY name")
+            return [(str(n), bool(a), float(c)) for n, a, c in rows.fetchall()]
+
+    def add_user(
+        self, name: str, admin: bool, token_id: str, salt: bytes, digest: bytes, now: float
+    ) -> bool:
+        """Create a user with its first token, atomically; False if the name is taken."""
+        with self._lock:
+            self._db.execute("BEGIN IMMEDIATE")
+            try:
+                if self._db.execute("SELECT 1 FROM users WHERE name = ?", (name,)).fetchone():
+                    self._db.execute("ROLLBACK")
+                    return False
+                self._db.execute("INSERT INTO users VALUES (?, ?, ?)", (name, int(admin), now))
+                self._db.execute(
+                    "INSERT INTO tokens VALUES (?, ?, ?, ?, ?)", (token_id, name, salt, digest, now)
+                )
+                self._db.execute("COMMIT")
+            except BaseException:
+                self._db.execute("ROLLBACK")
+                raise
+        return True
+
+    def add_token(self, name: str, token_id: str, salt: bytes, digest: bytes, now: float) -> bool:
+        """One more token for an existing user; False if there is no such user."""
+        with self._lock:
+            self._db.execute("BEGIN IMMEDIATE")
+            try:
+                if not self._db.execute("SELECT 1 FROM users WHERE name = ?", (name,)).fetchone():
+                    self._db.execute("ROLLBACK")
+                    return False
+                self._db.execute(
+                    "INSERT INTO tokens VALUES (?, ?, ?, ?, ?)", (token_id, name, salt, digest, now)
+                )
+                self._db.execute("COMMIT")
+            except BaseException:
+                self._db.execute("ROLLBACK")
+                raise
+        return True
+
+    def remove_user(self, name: str) -> bool:
+        """Delete a user and every token of theirs; False if there is no such user."""
+        with self._lock:
+            self._db.execute("BEGIN IMMEDIATE")
+            gone = self._db.execute("DELETE FROM users WHERE name = ?", (name,)).rowcount
+            self._db.execute("DELETE FROM tokens WHERE name = ?", (name,))
+            self._db.execute("COMMIT")
+        return bool(gone)
+
+    def token(self, token_id: str) -> tuple[str, bool, bytes, bytes] | None:
+        """(user, admin, salt, digest) of a token id, or None."""
+        with self._lock:
+            row = self._db.execute(
+                "SELECT t.name, u.admin, t.salt, t.digest FROM tokens t "
+                "JOIN users u ON u.name = t.name WHERE t.token_id = ?",
+                (token_id,),
+            ).fetchone()
+        return (str(row[0]), bool(row[1]), bytes(row[2]), bytes(row[3])) if row else None
 
     def load(self) -> dict[str, Any] | None:
         with self._lock:

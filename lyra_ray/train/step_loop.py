@@ -79,6 +79,8 @@ class StepLoop:
         self._last_poll = 0.0
         self._last_report = 0.0
         self._window: tuple[float, int] = (time.monotonic(), 0)
+        self.metrics: dict[str, Any] = {}
+        """The user's latest metrics (:meth:`report`), sent with the next checkpoint."""
         self._announce()
 
     # ------------------------------------------------------------------ control plane
@@ -112,10 +114,20 @@ class StepLoop:
             except Exception:  # control restarting: keep training, ask again later
                 log.debug("stop poll failed", exc_info=True)
         if self.world > 1 and dist.is_available() and dist.is_initialized():
-            t = torch.tensor([flag], dtype=torch.int32)
+            t = torch.tensor([flag], dtype=torch.int32, device=self._flag_device())
             dist.all_reduce(t, op=dist.ReduceOp.MAX)
             flag = int(t.item())
         return bool(flag)
+
+    @staticmethod
+    def _flag_device() -> torch.device:
+        """Where the stop flag's all-reduce runs: NCCL reduces only CUDA tensors, gloo
+        CPU ones (a run on CUDA workers gets NCCL: :mod:`lyra_ray.train.backend`)."""
+        if dist.get_backend() == "nccl":
+            import ray.train.torch
+
+            return ray.train.torch.get_device()
+        return torch.device("cpu")
 
     def _report_progress(self, force: bool = False) -> None:
         now = time.monotonic()
@@ -126,6 +138,12 @@ class StepLoop:
         self._window = (now, self.step)
         self._last_report = now
         self._control.progress.remote(self.job_id, self.generation, self.step, sps)
+
+    def report(self, **metrics: Any) -> None:
+        """Record the loop's own metrics (loss, accuracy...): they go to Ray Train with
+        the next checkpoint (Ray Train's ``report`` is collective and tied to the
+        checkpoints here, so it is not called once per step)."""
+        self.metrics.update(metrics)
 
     # ------------------------------------------------------------------ checkpoints
 
@@ -160,7 +178,7 @@ class StepLoop:
         if self.step == self._saved_step:
             return
         self._saved_step = self.step
-        metrics = {"step": self.step, "lyra_generation": self.generation}
+        metrics = {**self.metrics, "step": self.step, "lyra_generation": self.generation}
         if self.rank != 0:
             ray.train.report(metrics)
             return

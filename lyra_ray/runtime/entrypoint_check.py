@@ -1,0 +1,111 @@
+"""Is a job's entrypoint importable? Asked of a short-lived Ray task, never the scheduler.
+
+WHY: importing a module runs its code. The scheduler used to import each entrypoint in
+its own actor, so a user module that raised, called ``sys.exit`` or hung at import ran
+inside the scheduler (a hang held a scheduler thread forever; ``os._exit`` would have
+ended the scheduler). The import now runs in a Ray task with the job's own runtime env
+(so the user's directory and packages are there, as they will be for the run), in a
+worker process used for this one task (``max_calls=1``: no user module stays loaded in a
+pooled worker), on the head node like the runs' actors, under a timeout after which the
+task is cancelled with ``force=True`` (its process killed). The scheduler only reads the
+answer.
+
+A check costs a fresh worker process (and the env's setup the first time), so answers
+are kept: an import that worked for 10 minutes, one that failed for 1 (a timeout, which
+a loaded cluster can cause, is never kept), and concurrent checks of the same
+entrypoint and env wait for the first instead of each starting a process.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from collections.abc import Mapping
+from typing import Any
+
+import ray
+
+OK_TTL_S = 600.0
+FAILED_TTL_S = 60.0
+
+
+@ray.remote(num_cpus=0, max_retries=0, max_calls=1)
+def _import_entrypoint(entrypoint: str) -> str | None:
+    """None if ``module:function`` imports and is callable, else why not (one line)."""
+    import importlib
+
+    module, _, attr = entrypoint.partition(":")
+    try:
+        fn = getattr(importlib.import_module(module), attr)
+    except BaseException as e:  # SystemExit and KeyboardInterrupt at import are the user's
+        text = " ".join(str(e).split())[:300]
+        return f"{type(e).__name__}: {text}" if text else type(e).__name__
+    if not callable(fn):
+        return f"{attr!r} in module {module!r} is not callable"
+    return None
+
+
+class EntrypointChecker:
+    """Runs and remembers entrypoint checks; thread-safe (the scheduler is threaded)."""
+
+    def __init__(self, timeout_s: float) -> None:
+        self.timeout_s = timeout_s
+        self._lock = threading.Lock()
+        self._done: dict[str, tuple[float, str | None]] = {}
+        self._running: dict[str, threading.Event] = {}
+
+    def check(self, entrypoint: str, env: Mapping[str, Any] | None) -> str | None:
+        """None if importable, else an error message naming the field at fault."""
+        key = json.dumps([entrypoint, env or {}], sort_keys=True)
+        while True:
+            with self._lock:
+                hit = self._done.get(key)
+                if hit is not None and hit[0] > time.monotonic():
+                    return hit[1]
+                waiting = self._running.get(key)
+                if waiting is None:
+                    self._running[key] = threading.Event()
+                    break
+            waiting.wait(self.timeout_s + 30.0)
+        error: str | None = None
+        keep = 0.0
+        try:
+            error, keep = self._run(entrypoint, env)
+        finally:
+            with self._lock:
+                if keep:
+                    self._done[key] = (time.monotonic() + keep, error)
+                    if len(self._done) > 1024:  # forget the oldest answers
+                        for k in sorted(self._done, key=lambda k: self._done[k][0])[:256]:
+                            del self._done[k]
+                self._running.pop(key).set()
+        return error
+
+    def _run(self, entrypoint: str, env: Mapping[str, Any] | None) -> tuple[str | None, float]:
+        ref = _import_entrypoint.options(
+            runtime_env=dict(env) if env else None,
+            resources={"node:__internal_head__": 0.001},
+        ).remote(entrypoint)
+        try:
+            why = ray.get(ref, timeout=self.timeout_s)
+        except ray.exceptions.GetTimeoutError:
+            ray.cancel(ref, force=True)
+            return (
+                f"field 'entrypoint': importing {entrypoint!r} did not finish within "
+                f"{self.timeout_s:.0f} s (a module that blocks at import, or a runtime "
+                "env still installing); the import was stopped",
+                0.0,
+            )
+        except ray.exceptions.RuntimeEnvSetupError as e:
+            first = " ".join(str(e).split())[:300]
+            return f"field 'runtime_env': Ray could not set it up: {first}", FAILED_TTL_S
+        except ray.exceptions.RayError as e:  # the worker died: os._exit, a signal, OOM
+            return (
+                f"field 'entrypoint': importing {entrypoint!r} ended its worker process "
+                f"({type(e).__name__})",
+                FAILED_TTL_S,
+            )
+        if why is None:
+            return None, OK_TTL_S
+        return f"field 'entrypoint': cannot import {entrypoint!r}: {why}", FAILED_TTL_S

@@ -1,0 +1,217 @@
+"""The scheduler actor's methods besides its loop and job boundary: views, services,
+users, test hooks. A mixin of :class:`lyra_ray.runtime.scheduler.GlobalScheduler` (Ray
+exposes inherited methods as actor methods), kept apart so each file stays one concept.
+
+Every method takes the caller's lyra token (``auth``): what lists jobs shows only the
+caller's own unless they are an admin; what changes the cluster for everyone (services,
+users, metrics export, fault injection, ``shutdown``) is for admins. ``ping`` and
+``whoami`` need no identity (a health check; "who am I" answers any caller).
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from dataclasses import asdict
+from typing import TYPE_CHECKING, Any
+
+import ray
+
+from lyra_ray.model.errors import InputError
+from lyra_ray.serving.spec import parse_service_spec
+
+if TYPE_CHECKING:
+    from lyra_ray.runtime.archive import JobArchive
+    from lyra_ray.runtime.auth import Identity, Users
+    from lyra_ray.runtime.boundary import JobMeta
+    from lyra_ray.runtime.config import SchedulerConfig
+    from lyra_ray.runtime.faults import FaultHook
+    from lyra_ray.runtime.metrics import SchedulerMetrics
+    from lyra_ray.runtime.ray_runtime import RayRuntime
+    from lyra_ray.runtime.serving import ServingPool
+    from lyra_ray.scheduling.core import SchedulerCore
+
+
+class SchedulerViews:
+    cfg: SchedulerConfig
+    core: SchedulerCore
+    runtime: RayRuntime
+    serving: ServingPool
+    archive: JobArchive
+    users: Users
+    jobmeta: JobMeta
+    fault: FaultHook
+    metrics: SchedulerMetrics | None
+    lock: threading.RLock
+    wake: threading.Event
+    restarts: int
+    cycle_s: list[dict[str, float]]
+    commits: list[dict[str, float]]
+    _stopped: bool
+
+    def _save(self, consumed: list[int]) -> None:
+        raise NotImplementedError
+
+    def _all_jobs(self) -> list[dict[str, Any]]:
+        raise NotImplementedError
+
+    def _mine(self, job_id: str, who: Identity) -> bool:
+        return who.may_touch(self.jobmeta.owner(job_id))
+
+    # ------------------------------------------------------------------ anyone
+
+    def ping(self, auth: str | None = None) -> dict[str, Any]:
+        return {
+            "restarts": self.restarts,
+            "config": asdict(self.cfg),
+            "identities": self.users.enabled,
+        }
+
+    def whoami(self, auth: str | None = None) -> dict[str, Any]:
+        """The caller's identity (raises AuthError for a missing or wrong token)."""
+        who = self.users.identify(auth)
+        return {"name": who.name, "admin": who.admin, "identities": self.users.enabled}
+
+    # ------------------------------------------------------------------ views
+
+    def overview(self, auth: str | None = None) -> dict[str, Any]:
+        """Everything ``lyra status`` shows: servers with their state, jobs, serving."""
+        who = self.users.identify(auth)
+        with self.lock:
+            serving = self.serving.describe()
+            nodes = []
+            for n in sorted(self.core.nodes.values(), key=lambda n: (n.pool, n.gpu_type, n.id)):
+                if n.pool == "inference":
+                    state = serving["servers"].get(n.id, "serving")
+                else:
+                    state = "training"
+                nodes.append(
+                    {
+                        "id": n.id,
+                        "gpu_type": n.gpu_type,
+                        "pool": n.pool,
+                        "gpus": n.num_gpus,
+                        "state": state,
+                    }
+                )
+            jobs = self.jobmeta.visible(self._all_jobs(), who)
+            rounds = {
+                "policy": self.cfg.policy,
+                "round_s": self.core.round_s,
+                "rounds_done": self.core.rounds.rounds_done,
+                "next_round_s": self.core.next_round_s,
+                "now": self.core.now,
+            }
+            return {"nodes": nodes, "jobs": jobs, "serving": serving, "rounds": rounds}
+
+    def nodes(self, auth: str | None = None) -> list[dict[str, Any]]:
+        self.users.identify(auth)
+        with self.lock:
+            return [asdict(n) for n in self.runtime.inventory.nodes.values()]
+
+    def launches(self, auth: str | None = None) -> list[tuple[float, str, int, dict[str, Any]]]:
+        """(time, job, generation, assignment) of every run the caller may see."""
+        who = self.users.identify(auth)
+        with self.lock:
+            rows = sorted(self.runtime.launches + self.archive.launches(), key=lambda x: x[0])
+        return [r for r in rows if self._mine(r[1], who)]
+
+    def runs(self, auth: str | None = None) -> dict[str, dict[str, Any]]:
+        """The control records: per job its latest run's steps and workers' node labels."""
+        who = self.users.identify(auth)
+        return {j: r for j, r in self.runtime.worker_placements().items() if self._mine(j, who)}
+
+    def history(self, auth: str | None = None) -> list[dict[str, Any]]:
+        """Every worker's own report of its node and labels, for all runs."""
+        who = self.users.identify(auth)
+        out: list[dict[str, Any]] = ray.get(self.runtime.control.history.remote())
+        return [p for p in out if self._mine(str(p.get("job_id")), who)]
+
+    def stats(self, auth: str | None = None) -> dict[str, Any]:
+        self.users.require_admin(auth, "the scheduler's statistics")
+        with self.lock:
+            return {
+                "cycle_s": list(self.cycle_s),
+                "commits": list(self.commits),
+                "gaps": list(self.runtime.gaps),
+                "cycles": self.core.cycles,
+                "restarts": self.restarts,
+                "jobs_in_state": len(self.core.jobs),
+                "archived": self.archive.count(),
+            }
+
+    # ------------------------------------------------------------------ services (admins)
+
+    def deploy_service(self, raw: dict[str, Any], auth: str | None = None) -> dict[str, Any]:
+        """Register and deploy an inference service; refused whole, naming the field."""
+        self.users.require_admin(auth, "deploying a service")
+        try:
+            spec = parse_service_spec(raw)
+            deadline = time.monotonic() + 3 * self.cfg.period_s + 5.0
+            while not self.serving.nodes and time.monotonic() < deadline:
+                self.wake.set()  # the next cycle reads the inventory
+                time.sleep(0.2)
+            with self.lock:
+                url = self.serving.deploy(spec)
+                self._save([])
+        except InputError as e:
+            return {"ok": False, "error": str(e)}
+        self.wake.set()
+        return {"ok": True, "service": spec.name, "url": url}
+
+    def remove_service(self, name: str, auth: str | None = None) -> dict[str, Any]:
+        self.users.require_admin(auth, "removing a service")
+        try:
+            with self.lock:
+                self.serving.remove(name)
+                self._save([])
+        except InputError as e:
+            return {"ok": False, "error": str(e)}
+        self.wake.set()
+        return {"ok": True, "service": name}
+
+    # ------------------------------------------------------------------ users (admins)
+
+    def user_add(self, name: str, admin: bool = False, auth: str | None = None) -> dict[str, Any]:
+        """Create a user; the reply holds its token, which lyra never shows again."""
+        try:
+            return {"ok": True, **self.users.add(name, admin, auth)}
+        except InputError as e:
+            return {"ok": False, "error": str(e)}
+
+    def user_token(self, name: str, auth: str | None = None) -> dict[str, Any]:
+        try:
+            return {"ok": True, **self.users.issue(name, auth)}
+        except InputError as e:
+            return {"ok": False, "error": str(e)}
+
+    def user_remove(self, name: str, auth: str | None = None) -> dict[str, Any]:
+        try:
+            return {"ok": True, **self.users.remove(name, auth)}
+        except InputError as e:
+            return {"ok": False, "error": str(e)}
+
+    def user_list(self, auth: str | None = None) -> list[dict[str, Any]]:
+        return self.users.list(auth)
+
+    # ------------------------------------------------------------------ operations (admins)
+
+    def inject_fault(self, point: str, auth: str | None = None) -> dict[str, Any]:
+        """Test-only: crash at ``point`` of the next cycle with actions
+        (:mod:`lyra_ray.runtime.faults`); refused unless the cluster allows it."""
+        self.users.require_admin(auth, "fault injection")
+        return self.fault.arm(point)
+
+    def set_metrics_export(self, enabled: bool, auth: str | None = None) -> bool:
+        """Turn metric export off or back on without a restart (policy solve times are
+        still timed); returns whether it is on. A scheduler started with
+        ``metrics: false`` has no metrics to turn on."""
+        self.users.require_admin(auth, "switching metric export")
+        if self.metrics is not None:
+            self.metrics.enabled = bool(enabled)
+        return self.metrics is not None and self.metrics.enabled
+
+    def shutdown(self, auth: str | None = None) -> None:
+        self.users.require_admin(auth, "shutting the scheduler down")
+        self._stopped = True
+        self.wake.set()

@@ -1,0 +1,291 @@
+"""Users' own code, identities and ``ray job submit``, on a real local cluster (#16).
+
+* A training function that lives only in a temporary directory outside the project is
+  submitted with ``ray job submit --working-dir DIR -- lyra submit job.yaml --wait`` and
+  finishes with exactly its steps across a preemption and a resize: every generation's
+  workers run in the user's directory.
+* User modules that raise, exit or hang at import are refused at submit with a clear
+  error; the import runs in a short-lived task, never in the scheduler, which stays up
+  with its state unchanged.
+* ``ray job stop`` on the submitting driver cancels the lyra job, and the lyra job names
+  the Ray job that submitted it.
+* With identities on, bob can neither see nor cancel alice's job, an admin can, and a
+  call without a token (or with a wrong one) is refused and changes nothing. Last in
+  the module: it turns identities on for good.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from tests.ray.conftest import LiveCluster, start_cluster, stop_cluster
+from tests.ray.live_helpers import assert_every_step_once, job, step_counts, wait_until
+
+pytestmark = [pytest.mark.ray, pytest.mark.timeout(600)]
+
+RAY = str(Path(sys.executable).with_name("ray"))
+CKPT = 20
+
+USER_TRAIN = '''
+"""A user's training function: it lives only in this directory."""
+import time
+
+from lyra_ray.train import StepLoop
+
+
+def train_loop(config):
+    loop = StepLoop(config)
+    state = loop.restore() or {"seen": 0}
+    seen = state["seen"]
+    for step in loop.steps(lambda: {"seen": seen}):
+        seen += 1
+        time.sleep(config["step_sleep_s"])
+        if loop.rank == 0:
+            with open(config["step_log"], "a") as f:
+                f.write(f"{loop.generation} {step}\\n")
+    assert loop.stopped or seen == loop.total_steps, (seen, loop.total_steps)
+'''
+
+
+@pytest.fixture(scope="module")
+def live() -> Iterator[LiveCluster]:
+    pytest.importorskip("ray")
+    cluster = start_cluster((("v100", 2),))
+    try:
+        yield cluster
+    finally:
+        stop_cluster(cluster)
+
+
+@pytest.fixture(scope="module")
+def client(live: LiveCluster) -> Any:
+    from lyra_ray.runtime.scheduler import start_scheduler
+    from lyra_ray.sdk import Client
+
+    start_scheduler(
+        {
+            "policy": "tests.ray.elastic_policy:GreedyElastic",
+            "round_s": 3600.0,
+            "state_dir": str(live.workdir / "state"),
+            "storage_path": str(live.workdir / "ckpt"),
+            "period_s": 0.5,
+            "grace_s": 20.0,
+            "entrypoint_check_s": 15.0,
+        }
+    )
+    return Client(live.address, token="")
+
+
+def _driver(live: LiveCluster, workdir: Path, spec: Path, *extra: str) -> list[str]:
+    """``ray job submit --working-dir DIR -- lyra submit SPEC --wait``, run from /tmp."""
+    return [
+        RAY,
+        "job",
+        "submit",
+        "--address",
+        live.dashboard_url,
+        "--working-dir",
+        str(workdir),
+        *extra,
+        "--",
+        sys.executable,
+        "-m",
+        "lyra_ray.cli",
+        "submit",
+        spec.name,
+        "--wait",
+    ]
+
+
+def _user_dir(tmp_path: Path, name: str, steps: int, log: Path, **kw: Any) -> Path:
+    d = tmp_path / "user-project"
+    d.mkdir(exist_ok=True)
+    (d / "my_train.py").write_text(USER_TRAIN)
+    entry = {
+        "name": name,
+        "total_steps": steps,
+        "entrypoint": "my_train:train_loop",
+        "throughput": {"v100": 1.0},
+        "config": {"step_sleep_s": 0.1, "checkpoint_every": CKPT, "step_log": str(log)},
+        **kw,
+    }
+    (d / f"{name}.yaml").write_text(yaml.safe_dump({"jobs": [entry]}))
+    return d
+
+
+def _one(client: Any, name: str) -> dict[str, Any] | None:
+    rows = [r for r in client.list() if r["name"] == name]
+    return rows[0] if rows else None
+
+
+def test_user_code_from_a_working_dir_survives_a_preemption_and_a_resize(
+    client: Any, live: LiveCluster, tmp_path: Path
+) -> None:
+    log = tmp_path / "user.log"
+    total = 500
+    d = _user_dir(tmp_path, "user-elastic", total, log, min_workers=1, max_workers=2)
+    assert not (Path.cwd() / "my_train.py").exists()  # the module is only in d
+    driver = subprocess.Popen(
+        _driver(live, d, d / "user-elastic.yaml"),
+        cwd="/tmp",
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    try:
+        wait_until(lambda: len(step_counts(log)) >= 30 if log.exists() else False, 300, "steps")
+        jid = str(_one(client, "user-elastic")["id"])  # type: ignore[index]
+        # a rigid job on both GPUs preempts it (the policy serves rigid jobs first) ...
+        big = client.submit(job("big", 20, tmp_path / "big.log", workers=2))
+        assert client.wait(big, timeout=300)["status"] == "finished"
+        # ... it resumes from its checkpoint; a one-GPU job then shrinks it to one worker
+        wait_until(lambda: client.status(jid)["generation"] >= 2, 120, "resumed")
+        gen = client.status(jid)["generation"]
+        wait_until(
+            lambda: sum(1 for g in step_counts_by_gen(log) if g == gen) >= 10, 180, "stepping"
+        )
+        small = client.submit(job("small", 20, tmp_path / "small.log", workers=1))
+        assert client.wait(small, timeout=300)["status"] == "finished"
+        out, _ = driver.communicate(timeout=400)
+    finally:
+        if driver.poll() is None:
+            driver.kill()
+    assert driver.returncode == 0, out
+    st = client.status(jid)
+    assert st["status"] == "finished" and st["steps_done"] == total, st
+    assert st["num_preemptions"] >= 1 and st["num_resizes"] >= 1, st
+    sizes = [a["workers"] for _t, j, _g, a in client.call("launches") if j == jid]
+    assert 1 in sizes and 2 in sizes, sizes
+    assert_every_step_once(log, total, slack=CKPT)
+    # the link both ways: the lyra job names the Ray job, whose log names the lyra job
+    assert st["ray_job"] and st["ray_job"] in out and jid in out, (st, out)
+
+
+def step_counts_by_gen(log: Path) -> list[int]:
+    """The generation of every logged step."""
+    if not log.exists():
+        return []
+    return [int(ln.split()[0]) for ln in log.read_text().splitlines() if ln.strip()]
+
+
+BAD_MODULES = {
+    "raises": ("raise RuntimeError('no GPU driver here')\n", "no GPU driver here"),
+    "exits": ("import sys\nsys.exit(3)\n", "SystemExit: 3"),
+    "hangs": ("import time\ntime.sleep(10**6)\n", "did not finish within 15 s"),
+}
+
+
+@pytest.mark.parametrize("kind", sorted(BAD_MODULES))
+def test_a_user_module_that_fails_at_import_is_refused_and_the_scheduler_is_untouched(
+    client: Any, tmp_path: Path, kind: str
+) -> None:
+    from lyra_ray.sdk import SpecError
+
+    code, needle = BAD_MODULES[kind]
+    d = tmp_path / "bad"
+    d.mkdir()
+    (d / f"bad_{kind}.py").write_text(code + "def train_loop(config):\n    pass\n")
+    before = client.list()
+    ping = client.call("ping")
+    raw = job(f"bad-{kind}", 10, tmp_path / "log")
+    raw["entrypoint"] = f"bad_{kind}:train_loop"
+    with pytest.raises(SpecError, match="entrypoint") as err:
+        client.submit(raw, runtime_env={"working_dir": str(d)}, inherit_env=False)
+    assert needle in str(err.value), err.value
+    assert client.list() == before
+    after = client.call("ping")
+    assert after["restarts"] == ping["restarts"] == 0
+    if kind != "hangs":
+        return
+    # still schedules after the worst case: a good job from the same directory runs
+    (d / "good.py").write_text(textwrap.dedent(USER_TRAIN))
+    ok = job(f"good-after-{kind}", 5, tmp_path / "ok.log", workers=1)
+    ok["entrypoint"] = "good:train_loop"
+    jid = client.submit(ok, runtime_env={"working_dir": str(d)}, inherit_env=False)
+    assert client.wait(jid, timeout=300)["status"] == "finished"
+
+
+def test_stopping_the_ray_job_cancels_the_lyra_job(
+    client: Any, live: LiveCluster, tmp_path: Path
+) -> None:
+    log = tmp_path / "stopped.log"
+    d = _user_dir(tmp_path, "to-stop", 100_000, log, workers=1)
+    sid = "lyra-stop-test-" + os.urandom(4).hex()
+    out = subprocess.run(
+        _driver(live, d, d / "to-stop.yaml", "--submission-id", sid, "--no-wait"),
+        cwd="/tmp",
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert out.returncode == 0, out.stdout + out.stderr
+    wait_until(lambda: log.exists() and len(step_counts(log)) >= 5, 300, "the job stepping")
+    row = _one(client, "to-stop")
+    assert row is not None and row["ray_job"] == sid, row
+    stop = subprocess.run(
+        [RAY, "job", "stop", "--address", live.dashboard_url, sid],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert stop.returncode == 0, stop.stdout + stop.stderr
+    st = client.wait(str(row["id"]), timeout=120)
+    assert st["status"] == "cancelled", st
+    logs = subprocess.run(
+        [RAY, "job", "logs", "--address", live.dashboard_url, sid],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    ).stdout
+    assert f"lyra job {row['id']} submitted by Ray job {sid}" in logs, logs
+
+
+def test_identities_own_jobs_and_refuse_strangers(client: Any, tmp_path: Path) -> None:
+    from lyra_ray.sdk import AuthError, Client
+
+    admin_token = client.add_user("root", admin=True)  # the first user turns them on
+    admin = Client(client_address(client), token=admin_token)
+    alice = Client(client_address(client), token=admin.add_user("alice"))
+    bob = Client(client_address(client), token=admin.add_user("bob"))
+    assert alice.whoami()["name"] == "alice" and not alice.whoami()["admin"]
+    jid = alice.submit(job("alices", 100_000, tmp_path / "a.log", workers=1))
+    bobs = bob.submit(job("bobs", 5, tmp_path / "b.log", workers=1))
+    assert [r["id"] for r in bob.list()] == [bobs]
+    assert {jid, bobs} <= {r["id"] for r in admin.list()}
+    with pytest.raises(AuthError, match="belongs to another user"):
+        bob.cancel(jid)
+    with pytest.raises(AuthError, match="belongs to another user"):
+        bob.status(jid)
+    for stranger in ("", "lyra_0123456789abcdef_" + "x" * 43, "not a token"):
+        nobody = Client(client_address(client), token=stranger)
+        with pytest.raises(AuthError):
+            nobody.list()
+        with pytest.raises(AuthError):
+            nobody.cancel(jid)
+        with pytest.raises(AuthError):
+            nobody.submit(job("sneaky", 5, tmp_path / "s.log", workers=1))
+    with pytest.raises(AuthError):
+        bob.add_user("mallory", admin=True)
+    with pytest.raises(AuthError):
+        bob.call("shutdown")
+    assert alice.status(jid)["status"] in ("queued", "running")
+    assert "sneaky" not in {r["name"] for r in admin.list()}
+    admin.cancel(jid)
+    assert alice.wait(jid, timeout=120)["status"] == "cancelled"
+    assert bob.wait(bobs, timeout=300)["status"] == "finished"
+    assert [u["name"] for u in admin.users()] == ["alice", "bob", "root"]
+
+
+def client_address(client: Any) -> str:
+    import ray
+
+    return str(ray.get_runtime_context().gcs_address)
