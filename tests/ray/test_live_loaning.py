@@ -17,7 +17,12 @@ import pytest
 
 from tests.ray.conftest import LiveCluster, free_port, start_cluster, stop_cluster
 from tests.ray.http_load import HttpLoad
-from tests.ray.live_helpers import assert_every_step_once, job, wait_until
+from tests.ray.live_helpers import (
+    assert_every_step_once,
+    assert_placements_match,
+    job,
+    wait_until,
+)
 
 pytestmark = [pytest.mark.ray, pytest.mark.timeout(900)]
 
@@ -296,3 +301,61 @@ def test_moe_service_replans_its_experts_on_lend_and_reclaim(client: Any) -> Non
             assert counts[share.index(max(share))] == max(counts), r
     assert any(len(set(c)) > 1 for r in replans for c in r["counts"]), replans
     client.remove_service("moe")
+
+
+def test_flexible_workers_grow_onto_a_lent_server_of_another_type_and_shrink_back(
+    client: Any, pool_cluster: LiveCluster, tmp_path: Any
+) -> None:
+    """Lyra's mixed-type jobs live (#21): an elastic job's base runs on a V100 training
+    server; its flexible workers grow onto a lent T4 inference server (one Train run on
+    two GPU types, each worker pinned by its node's label) and leave it when serving
+    takes the server back: a shrink, not a preemption, and no step lost."""
+    for svc in client.overview()["serving"]["services"]:
+        client.remove_service(svc["name"])
+    v100 = pool_cluster.add_gpu_node("v100", 2, pool="training")
+    wait_until(lambda: set(_servers(client).values()) == {"lent"}, 180, "both servers lent")
+    inference = set(_servers(client))
+    slow = {"step_sleep_s": 0.2, "checkpoint_every": 20}
+    filler = client.submit(  # keeps the T4 training server busy: only lent T4s are left
+        job("t4-filler", 20_000, tmp_path / "f.log", workers=2, throughput={GPU: 1.0}, config=slow)
+    )
+    wait_until(
+        lambda: bool(_nodes_of(client, filler)) and not set(_nodes_of(client, filler)) & inference,
+        180,
+        "the filler on the T4 training server",
+    )
+    log = tmp_path / "mixed.log"
+    total = 600
+    jid = client.submit(
+        job(
+            "mixed",
+            total,
+            log,
+            min_workers=2,
+            max_workers=4,
+            throughput={"v100": 1.0, GPU: 0.5},
+            config={"step_sleep_s": 0.1, "checkpoint_every": 20},
+        )
+    )
+
+    def spread() -> tuple[int, int]:
+        """(workers on the V100 server, workers on lent servers) now."""
+        nodes = _nodes_of(client, jid)
+        return nodes.get(v100, 0), sum(g for n, g in nodes.items() if n in inference)
+
+    wait_until(lambda: spread() == (2, 2), 300, "base on the V100s, flexible workers lent")
+    a = client.status(jid)["assignment"]
+    assert a["gpu_type"] == "v100" and a["workers"] == 4 and a.get("extra"), a
+    wait_until(lambda: _steps(log) >= 20 + _steps_before(client, jid, log), 240, "stepping")
+    assert_placements_match(client, jid)  # each worker reported the node it was pinned to
+    client.deploy_service(
+        {"name": "back", "model": "dense", "min_servers": 2, "config": {"service_ms": 50}}
+    )
+    wait_until(lambda: spread() == (2, 0), 240, "the flexible workers gone with the servers")
+    assert not client.status(jid)["assignment"].get("extra")
+    st = client.wait(jid, timeout=600)
+    assert st["status"] == "finished" and st["steps_done"] == total, st
+    assert st["num_preemptions"] == 0, st  # shrunk through a checkpoint, never killed
+    assert_every_step_once(log, total, slack=20)
+    client.cancel(filler)
+    client.remove_service("back")
