@@ -20,3 +20,27 @@ CATALOGUE: dict[str, dict[str, float]] = {
     "bert": {"a100": 5.0, "v100": 2.8, "p100": 1.3, "t4": 1.1, "k80": 0.45},
 }
 """steps/s of one worker. Keys are lower-case GPU types as the cluster names them."""
+
+KEEP_WHEN_SHARED: dict[str, float] = {
+    "resnet50": 0.55,
+    "resnet18": 0.6,
+    "transformer": 0.6,
+    "lm": 0.7,
+    "recommendation": 0.75,
+    "a3c": 0.8,
+    "cyclegan": 0.55,
+    "bert": 0.5,
+}
+"""The share of its alone speed a job keeps while it shares its GPUs with another
+(space sharing, Gavel's "packed" policies): round numbers in the range Gavel measured
+(compute-bound image models keep about half, small or input-bound models more). A seed
+only: the live scheduler replaces each side with what it measures beside that partner
+(:class:`lyra_ray.model.throughput.MeasuredThroughputs`)."""
+
+
+def pair_rates(a: str, b: str, gpu: str) -> tuple[float, float]:
+    """Steps/s of ``a`` and ``b`` (one worker each) sharing one ``gpu``."""
+    return (
+        CATALOGUE[a].get(gpu, 0.0) * KEEP_WHEN_SHARED[a],
+        CATALOGUE[b].get(gpu, 0.0) * KEEP_WHEN_SHARED[b],
+    )

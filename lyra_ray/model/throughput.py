@@ -144,9 +144,14 @@ def _rates(entry: Any) -> dict[str, tuple[float, float]]:
 
 def catalogue_throughputs() -> CatalogueThroughputs:
     """The workload catalogue the project ships (see :mod:`jobs.catalogue`)."""
-    from jobs.catalogue import CATALOGUE
+    from jobs.catalogue import CATALOGUE, pair_rates
 
-    return CatalogueThroughputs({(name, 1): dict(t) for name, t in CATALOGUE.items()})
+    alone = {(name, 1): dict(t) for name, t in CATALOGUE.items()}
+    pairs = {
+        (a, 1): {g: {(b, 1): pair_rates(a, b, g) for b in CATALOGUE} for g in CATALOGUE[a]}
+        for a in CATALOGUE
+    }
+    return CatalogueThroughputs(alone, pairs)
 
 
 MAX_MEASURED = 1024
@@ -168,6 +173,10 @@ class MeasuredThroughputs(ThroughputModel):
         self.max_rows = max_rows
         self.measured: dict[tuple[str, GpuType], float] = {}
         """Oldest observation first: the order in which rows are forgotten."""
+        self.measured_pairs: dict[tuple[str, str, GpuType], float] = {}
+        """(job name, partner name, GPU type) -> the job's steps/s beside that partner,
+        oldest first; kept apart from :attr:`measured` because a shared GPU's rate is
+        not the job's rate alone (it would make the job look slow everywhere)."""
 
     def observe(self, spec: JobSpec, gpu_type: GpuType, workers: int, steps_per_s: float) -> None:
         if workers > 0 and steps_per_s > 0:
@@ -177,14 +186,30 @@ class MeasuredThroughputs(ThroughputModel):
             while len(self.measured) > self.max_rows:
                 del self.measured[next(iter(self.measured))]
 
+    def observe_pair(
+        self, spec: JobSpec, partner: JobSpec, gpu_type: GpuType, steps_per_s: float
+    ) -> None:
+        if steps_per_s > 0:
+            key = (spec.name, partner.name, gpu_type)
+            self.measured_pairs.pop(key, None)
+            self.measured_pairs[key] = steps_per_s
+            while len(self.measured_pairs) > self.max_rows:
+                del self.measured_pairs[next(iter(self.measured_pairs))]
+
     def to_state(self) -> dict[str, Any]:
         """The rows in the order they would be forgotten, so a restored model forgets
         the same ones next (a restart decides alike)."""
         rows = [[name, g, v] for (name, g), v in self.measured.items()]
-        return {"measured": rows, "seed": self.seed.to_state()}
+        out: dict[str, Any] = {"measured": rows, "seed": self.seed.to_state()}
+        if self.measured_pairs:  # absent when empty: states saved before pairs load alike
+            out["pairs"] = [[a, b, g, v] for (a, b, g), v in self.measured_pairs.items()]
+        return out
 
     def load_state(self, state: Mapping[str, Any]) -> None:
         self.measured = {(str(n), str(g)): float(v) for n, g, v in state.get("measured", [])}
+        self.measured_pairs = {
+            (str(a), str(b), str(g)): float(v) for a, b, g, v in state.get("pairs", [])
+        }
         self.seed.load_state(state.get("seed", {}))
 
     def throughput(self, spec: JobSpec, gpu_type: GpuType, workers: int) -> float:
@@ -196,4 +221,12 @@ class MeasuredThroughputs(ThroughputModel):
     def pair_throughput(
         self, a: JobSpec, b: JobSpec, gpu_type: GpuType
     ) -> tuple[float, float] | None:
-        return self.seed.pair_throughput(a, b, gpu_type)
+        """The seed's pair rates, each side replaced by what was measured beside that
+        very partner. A pair the seed does not know is offered only once both sides were
+        measured together: a guess would let a packed policy pair anything."""
+        seeded = self.seed.pair_throughput(a, b, gpu_type)
+        ma = self.measured_pairs.get((a.name, b.name, gpu_type))
+        mb = self.measured_pairs.get((b.name, a.name, gpu_type))
+        if seeded is None:
+            return (ma, mb) if ma is not None and mb is not None else None
+        return (seeded[0] if ma is None else ma, seeded[1] if mb is None else mb)

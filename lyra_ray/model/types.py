@@ -206,6 +206,12 @@ class ThroughputModel:
     def observe(self, spec: JobSpec, gpu_type: GpuType, workers: int, steps_per_s: float) -> None:
         """A measured rate; a model that learns online keeps it (the base ignores it)."""
 
+    def observe_pair(
+        self, spec: JobSpec, partner: JobSpec, gpu_type: GpuType, steps_per_s: float
+    ) -> None:
+        """``spec``'s measured rate while it shares its GPUs with ``partner`` (space
+        sharing); a model that learns online keeps it (the base ignores it)."""
+
     def to_state(self) -> dict[str, Any]:
         """What :meth:`observe` taught the model (JSON-safe), persisted with the core so a
         restarted scheduler sees the same throughputs as the one that died."""

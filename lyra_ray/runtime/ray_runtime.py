@@ -205,6 +205,7 @@ class RayRuntime:
             storage_path=self.storage_path,
             runtime_env=opts.get("runtime_env") or None,
             backend=str(opts.get("backend") or "auto"),
+            gpu_per_worker=0.5 if a.partner is not None else 1.0,
         )
         runs.start_run(req)
         now = time.time()

@@ -79,6 +79,9 @@ class RunRequest:
     """The job's uploaded runtime env (URIs only), or None for the cluster's own."""
     backend: str = "auto"
     """``auto`` (NCCL on CUDA workers, else gloo), ``gloo`` or ``nccl``."""
+    gpu_per_worker: float = 1.0
+    """1, or 0.5 for each job of a space-sharing pair (Gavel's packed policies): both
+    runs' workers then hold half of the same GPUs, pinned to the same nodes."""
 
 
 def worker_selectors(
@@ -148,7 +151,7 @@ class TrainRun:
                 scaling_config=ScalingConfig(  # type: ignore[call-arg]
                     num_workers=req.workers,
                     use_gpu=True,
-                    resources_per_worker={"GPU": 1},
+                    resources_per_worker={"GPU": req.gpu_per_worker},
                     label_selector=selectors,
                 ),
                 run_config=RunConfig(

@@ -346,6 +346,10 @@ class SchedulerCore:
     def _observe(self, j: JobState, steps_per_s: float | None) -> None:
         if steps_per_s is None or j.current is None or j.current.extra:
             return  # a mixed-type run's rate is no (GPU type, workers) measurement
+        partner = self.jobs.get(j.current.partner) if j.current.partner else None
+        if partner is not None:  # a shared GPU's rate belongs to the pair, not the job
+            self.throughputs.observe_pair(j.spec, partner.spec, j.current.gpu_type, steps_per_s)
+            return
         self.throughputs.observe(j.spec, j.current.gpu_type, j.current.workers, steps_per_s)
         j.throughput = self._throughput_row(j)
 

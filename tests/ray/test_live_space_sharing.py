@@ -1,0 +1,90 @@
+"""Space sharing, live (Gavel's packed policies, #18): two jobs run on one GPU at once.
+
+One node with one (fake) V100, a packed policy and two jobs whose catalogue types gain
+from sharing (``jobs/catalogue.py``: each keeps most of its speed beside the other).
+The policy pairs them; the runtime gives each run's worker half of the same GPU, pinned
+to the same node, and both step at the same time, which one GPU allows only shared. Both
+finish with exactly their steps.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.ray.conftest import LiveCluster, start_cluster, stop_cluster
+from tests.ray.live_helpers import (
+    assert_every_step_once,
+    assert_placements_match,
+    job,
+    step_counts,
+    wait_until,
+)
+
+pytestmark = [pytest.mark.ray, pytest.mark.timeout(600)]
+
+
+@pytest.fixture(scope="module")
+def client() -> Iterator[Any]:
+    pytest.importorskip("ray")
+    live: LiveCluster = start_cluster((("v100", 1),))
+    try:
+        from lyra_ray.runtime.scheduler import start_scheduler
+        from lyra_ray.sdk import Client
+
+        start_scheduler(
+            {
+                "policy": "max_min_fairness_packed",
+                "round_s": 20.0,
+                "state_dir": str(live.workdir / "state"),
+                "storage_path": str(live.workdir / "ckpt"),
+                "period_s": 0.5,
+                "grace_s": 20.0,
+            }
+        )
+        yield Client(live.address)
+    finally:
+        stop_cluster(live)
+
+
+def _steps(log: Path) -> int:
+    return sum(step_counts(log).values()) if log.exists() else 0
+
+
+def test_a_packed_policy_runs_two_jobs_on_one_gpu_at_once(client: Any, tmp_path: Path) -> None:
+    total = 200
+    cfg = {"step_sleep_s": 0.05, "checkpoint_every": 20}
+    logs = {n: tmp_path / f"{n}.log" for n in ("a3c", "recommendation")}
+    specs = [
+        job(n, total, logs[n], workers=1, job_type=n, throughput={"v100": 1.0}, config=cfg)
+        for n in logs
+    ]
+    ids = dict(zip(logs, client.submit_entries(specs), strict=True))
+    a, b = ids["a3c"], ids["recommendation"]
+
+    def paired() -> bool:
+        sa, sb = client.status(a)["assignment"], client.status(b)["assignment"]
+        return bool(sa and sb and sa["partner"] == b and sb["partner"] == a)
+
+    wait_until(paired, 240, "the two jobs paired on the GPU")
+    sa, sb = client.status(a)["assignment"], client.status(b)["assignment"]
+    assert sa["nodes"] == sb["nodes"] and sum(g for _n, g in sa["nodes"]) == 1, (sa, sb)
+    # both step at the same time on a cluster of one GPU
+    wait_until(lambda: min(_steps(logs["a3c"]), _steps(logs["recommendation"])) >= 5, 240, "go")
+    before = {n: _steps(p) for n, p in logs.items()}
+    time.sleep(3.0)
+    if paired():  # (unless one of them already finished)
+        after = {n: _steps(p) for n, p in logs.items()}
+        assert all(after[n] > before[n] for n in logs), (before, after)
+    final = {n: client.wait(jid, timeout=400) for n, jid in ids.items()}
+    for n, st in final.items():
+        assert st["status"] == "finished" and st["steps_done"] == total, st
+        assert_every_step_once(logs[n], total, slack=20)
+        assert_placements_match(client, ids[n])
+    launches = client.call("launches")
+    for x, y in ((a, b), (b, a)):
+        assert any(p["partner"] == y for _t, j, _g, p in launches if j == x), launches
