@@ -147,6 +147,18 @@ def absent_gpu_types(raw: dict[str, Any], have: set[str]) -> set[str]:
     return {str(g).lower() for g in table} - have
 
 
+def _print_ignored(view: dict[str, Any]) -> None:
+    """A note per job still to run whose throughput table names GPU types the cluster
+    lacks: they are ignored, and the user should see it here, not only at submit."""
+    have = {str(n["gpu_type"]).lower() for n in view.get("nodes", [])}
+    for r in view.get("jobs", []):
+        if r.get("status") in ("finished", "cancelled", "failed"):
+            continue
+        absent = sorted(absent_gpu_types(r, have))
+        if absent:
+            print(f"  note: {r['id']} names GPU types this cluster lacks, ignored: {absent}")
+
+
 def _fmt_assign(a: dict[str, Any] | None) -> str:
     return f"{a['gpu_type']} x {a['workers']}" if a else "-"
 
@@ -270,6 +282,7 @@ def _status(args: argparse.Namespace) -> int:
             else:
                 _print_servers(view)
                 _print_table(view["jobs"], args.wide)
+                _print_ignored(view)
                 states: dict[str, int] = {}
                 for j in view["jobs"]:
                     states[j["status"]] = states.get(j["status"], 0) + 1

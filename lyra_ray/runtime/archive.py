@@ -48,6 +48,7 @@ def describe(j: JobState, now: float, generation: int, reason: str | None) -> di
         "num_resizes": j.num_resizes,
         "generation": generation,
         "reason": reason,
+        "throughput": dict(j.spec.throughput) if j.spec.throughput else None,
     }
 
 
