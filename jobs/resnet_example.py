@@ -112,7 +112,10 @@ def train_loop(config: dict[str, Any]) -> None:
     if loop.world > 1 and dist.is_available() and dist.is_initialized():
         ids = [dev.index] if dev.type == "cuda" else None
         net = nn.parallel.DistributedDataParallel(model, device_ids=ids)
-    batch, image = int(config.get("batch_size", 16)), int(config.get("image", 32))
+    # the global batch is kept: an even split, or by speed on a mixed-type run
+    per_worker = int(config.get("batch_size", 16))
+    batch = max(1, round(per_worker * loop.world * loop.batch_share))
+    image = int(config.get("image", 32))
     pause = float(config.get("step_sleep_s", 0.0))
     step_log = config.get("step_log") if loop.rank == 0 else None
     for step in loop.steps(lambda: {"model": model.state_dict(), "opt": opt.state_dict()}):

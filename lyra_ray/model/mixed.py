@@ -39,7 +39,7 @@ weights each worker's gradient by its share.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 
 from lyra_ray.model import scaling
 from lyra_ray.model.types import GpuType, JobSpec, ThroughputModel
@@ -81,3 +81,29 @@ def batch_shares(speeds: Mapping[GpuType, float], parts: Parts) -> dict[GpuType,
     if total <= 0:
         raise ValueError("no worker with a positive speed")
     return {g: speeds[g] / total for g, w in parts if w > 0}
+
+
+BATCH_SHARES_KEY = "lyra_batch_shares"
+"""Run-config key of a mixed-type run: GPU-type label -> one worker's share of the
+global batch (:func:`label_shares`); read by ``StepLoop.batch_share``."""
+
+
+def label_shares(
+    speeds: Mapping[GpuType, float], parts: Parts, label: Callable[[GpuType], str]
+) -> dict[str, float] | None:
+    """:func:`batch_shares` keyed by each type's node label (what a worker can read of
+    itself), or None when a speed is unknown (the run then splits its batch evenly)."""
+    try:
+        shares = batch_shares(speeds, parts)
+    except (KeyError, ValueError):
+        return None
+    return {label(g): s for g, s in shares.items()}
+
+
+def worker_share(shares: Mapping[str, float] | None, label: str | None, world: int) -> float:
+    """One worker's share of the global batch: its type's in ``shares``, else 1/world."""
+    even = 1.0 / max(world, 1)
+    if not shares or label is None:
+        return even
+    value = shares.get(label)
+    return float(value) if isinstance(value, int | float) and 0 < value <= 1 else even

@@ -25,6 +25,7 @@ from typing import Any
 import ray
 
 from lyra_ray import model as m
+from lyra_ray.model.mixed import BATCH_SHARES_KEY, label_shares
 from lyra_ray.model.state import assignment_from_dict, assignment_to_dict
 from lyra_ray.parallelism.jobs import run_config
 from lyra_ray.runtime import runs
@@ -67,13 +68,16 @@ class RayRuntime:
         node_ready: Callable[[str], bool] | None = None,
         max_restarts: int = MAX_UNEXPECTED_ENDS,
         run_options: Callable[[str], Mapping[str, Any]] | None = None,
+        speeds: Callable[[m.JobSpec, str], float] | None = None,
     ) -> None:
         """``serving_hook`` carries out Lend / Reclaim / ScaleServe; ``node_ready(node)``
         says whether training may use a server yet (a lent server is ready once its
         Serve replicas have left). A run bound for a server not ready waits.
         ``run_options(job)``: what travels beside the job's spec (``runtime_env``,
-        ``backend``), read at every start so every generation gets it."""
+        ``backend``), read at every start so every generation gets it. ``speeds(spec,
+        gpu_type)``: one worker's steps/s, to split a mixed-type run's batch by speed."""
         self.specs = specs
+        self.speeds = speeds
         self.run_options = run_options
         self.node_ready = node_ready
         # a URI (s3://, file://, ...) is Ray Train's and pyarrow's to resolve
@@ -197,7 +201,7 @@ class RayRuntime:
             generation=gen,
             entrypoint=spec.entrypoint,
             total_steps=int(spec.total_steps),
-            config=run_config(spec.config, a.gpu_type, a.workers),
+            config=self._run_config(spec, a),
             workers=a.workers,
             label_selectors=runs.worker_selectors(
                 label, a.nodes, a.workers, self.inventory.gpu_label
@@ -215,6 +219,17 @@ class RayRuntime:
         self.runs[job_id] = RunRecord(job_id, gen, assignment, now, unexpected_ends=unexpected)
         self.launches.append((now, job_id, gen, assignment))
         self.dirty = True
+
+    def _run_config(self, spec: m.JobSpec, a: m.Assignment) -> dict[str, Any]:
+        """The config a run receives; a mixed-type run's also says each GPU type's share
+        of the global batch (``StepLoop.batch_share``), in proportion to its speed."""
+        config = run_config(spec.config, a.gpu_type, a.workers)
+        if a.extra and self.speeds is not None:
+            speeds = {g: self.speeds(spec, g) for g, _ in a.parts}
+            shares = label_shares(speeds, a.parts, self.inventory.label_for_type)
+            if shares is not None:
+                config[BATCH_SHARES_KEY] = shares
+        return config
 
     def _stop(self, job_id: str, next_assignment: dict[str, Any] | None) -> None:
         if job_id in self.waiting:

@@ -94,6 +94,7 @@ class GlobalScheduler(SchedulerViews):
             node_ready=self.serving.node_ready,
             max_restarts=self.cfg.run_restarts,
             run_options=self.jobmeta.meta,
+            speeds=lambda spec, g: self.throughputs.throughput(spec, g, 1),
         )
         self.boundary = Boundary(self._gpus, self.throughputs, self.cfg.entrypoint_check_s)
         self.reasons: dict[str, str] = {}

@@ -34,6 +34,8 @@ import ray.train
 import torch
 import torch.distributed as dist
 
+from lyra_ray.model.mixed import BATCH_SHARES_KEY, worker_share
+from lyra_ray.runtime.inventory import GPU_TYPE_LABEL
 from lyra_ray.runtime.names import CONTROL_ACTOR, NAMESPACE
 from lyra_ray.train.storage import STATE_FILE, newest_checkpoint, read_step
 
@@ -138,6 +140,20 @@ class StepLoop:
         self._window = (now, self.step)
         self._last_report = now
         self._control.progress.remote(self.job_id, self.generation, self.step, sps)
+
+    @property
+    def batch_share(self) -> float:
+        """This worker's share of the job's global batch: ``1 / world``, except on a
+        mixed-type run (Lyra's flexible workers on a lent server of another GPU type),
+        where each worker's share follows its GPU's speed so that all finish a step
+        together. A loop that keeps a global batch takes
+        ``round(global_batch * loop.batch_share)`` samples per step on this worker."""
+        shares = self.config.get(BATCH_SHARES_KEY)
+        label: Any = None
+        if shares:  # annotated as lists of values; a label is one string in Ray 2.60
+            label = ray.get_runtime_context().get_node_labels().get(GPU_TYPE_LABEL)
+            label = label[0] if isinstance(label, list) and label else label
+        return worker_share(shares, label if isinstance(label, str) else None, self.world)
 
     def report(self, **metrics: Any) -> None:
         """Record the loop's own metrics (loss, accuracy...): they go to Ray Train with
