@@ -249,60 +249,6 @@ def test_live_reclaim_takes_the_server_the_knapsack_values_lowest(
     client.remove_service("dense2")
 
 
-MOE_LOW_RPS, MOE_SPIKE_RPS = 0.2, 10.0
-"""A MoE request takes ~50 ms here on a quiet host (a dozen expert calls per layer), more
-on a loaded one. With 0.1 requests in flight per GPU as the target (0.2 per server): the
-spike keeps >= 0.5 in flight (both servers, with margin); the low rate needs one server
-as long as a request takes under a second."""
-
-
-def _plan(client: Any) -> dict[str, Any]:
-    return dict(_service(client, "moe").get("plan") or {})
-
-
-def test_moe_service_replans_its_experts_on_lend_and_reclaim(client: Any) -> None:
-    """Lina's MoE app on the lyra cluster: its expert replicas follow the servers lyra
-    lends and reclaims. The replica budget per layer is the serving GPUs times their
-    slots; a lend lowers it and Lina's planner re-plans onto the server left, a reclaim
-    plans back, popular experts always get the most replicas, and no request fails."""
-    wait_until(lambda: set(_servers(client).values()) == {"lent"}, 180, "both servers lent")
-    slots = 3
-    url = client.deploy_service(
-        {
-            "name": "moe",
-            "model": "moe",
-            "target_ongoing_per_replica": 0.1,
-            "smoothing_s": 2.0,
-            "down_after_s": 6.0,
-            "config": {"slots": slots, "service_ms": 2, "replan_s": 0},
-        }
-    )
-    wait_until(lambda: _plan(client).get("devices") == 2, 180, "the MoE service on one server")
-    load = HttpLoad(url).start(rate=MOE_SPIKE_RPS)
-    try:
-        wait_until(lambda: _plan(client).get("devices") == 4, 240, "a server reclaimed for MoE")
-        load.set_rate(MOE_LOW_RPS)
-        wait_until(lambda: _plan(client).get("devices") == 2, 240, "a server lent again")
-        wait_until(lambda: "lent" in _servers(client).values(), 120, "the server lent")
-        load.set_rate(MOE_SPIKE_RPS)
-        wait_until(lambda: _plan(client).get("devices") == 4, 240, "the server reclaimed")
-    finally:
-        report = load.stop()
-    assert report["failures"] == {}, report
-    assert report["ok"] == report["sent"] > 0, report
-    replans = _plan(client)["replans"]
-    budgets = [r["budget_per_layer"] for r in replans]
-    # one server (2 GPUs) -> both -> one (the lend) -> both (the reclaim)
-    assert budgets[:4] == [2 * slots, 4 * slots, 2 * slots, 4 * slots], replans
-    for r in replans:
-        for counts, share in zip(r["counts"], r["planned_share"], strict=True):
-            assert sum(counts) == r["budget_per_layer"] and min(counts) >= 1, r
-            # Lina: the expert the plan expects most tokens at gets the most replicas
-            assert counts[share.index(max(share))] == max(counts), r
-    assert any(len(set(c)) > 1 for r in replans for c in r["counts"]), replans
-    client.remove_service("moe")
-
-
 def test_flexible_workers_grow_onto_a_lent_server_of_another_type_and_shrink_back(
     client: Any, pool_cluster: LiveCluster, tmp_path: Any
 ) -> None:
@@ -359,3 +305,57 @@ def test_flexible_workers_grow_onto_a_lent_server_of_another_type_and_shrink_bac
     assert_every_step_once(log, total, slack=20)
     client.cancel(filler)
     client.remove_service("back")
+
+
+MOE_LOW_RPS, MOE_SPIKE_RPS = 0.2, 10.0
+"""A MoE request takes ~50 ms here on a quiet host (a dozen expert calls per layer), more
+on a loaded one. With 0.1 requests in flight per GPU as the target (0.2 per server): the
+spike keeps >= 0.5 in flight (both servers, with margin); the low rate needs one server
+as long as a request takes under a second."""
+
+
+def _plan(client: Any) -> dict[str, Any]:
+    return dict(_service(client, "moe").get("plan") or {})
+
+
+def test_moe_service_replans_its_experts_on_lend_and_reclaim(client: Any) -> None:
+    """Lina's MoE app on the lyra cluster: its expert replicas follow the servers lyra
+    lends and reclaims. The replica budget per layer is the serving GPUs times their
+    slots; a lend lowers it and Lina's planner re-plans onto the server left, a reclaim
+    plans back, popular experts always get the most replicas, and no request fails."""
+    wait_until(lambda: set(_servers(client).values()) == {"lent"}, 180, "both servers lent")
+    slots = 3
+    url = client.deploy_service(
+        {
+            "name": "moe",
+            "model": "moe",
+            "target_ongoing_per_replica": 0.1,
+            "smoothing_s": 2.0,
+            "down_after_s": 6.0,
+            "config": {"slots": slots, "service_ms": 2, "replan_s": 0},
+        }
+    )
+    wait_until(lambda: _plan(client).get("devices") == 2, 180, "the MoE service on one server")
+    load = HttpLoad(url).start(rate=MOE_SPIKE_RPS)
+    try:
+        wait_until(lambda: _plan(client).get("devices") == 4, 240, "a server reclaimed for MoE")
+        load.set_rate(MOE_LOW_RPS)
+        wait_until(lambda: _plan(client).get("devices") == 2, 240, "a server lent again")
+        wait_until(lambda: "lent" in _servers(client).values(), 120, "the server lent")
+        load.set_rate(MOE_SPIKE_RPS)
+        wait_until(lambda: _plan(client).get("devices") == 4, 240, "the server reclaimed")
+    finally:
+        report = load.stop()
+    assert report["failures"] == {}, report
+    assert report["ok"] == report["sent"] > 0, report
+    replans = _plan(client)["replans"]
+    budgets = [r["budget_per_layer"] for r in replans]
+    # one server (2 GPUs) -> both -> one (the lend) -> both (the reclaim)
+    assert budgets[:4] == [2 * slots, 4 * slots, 2 * slots, 4 * slots], replans
+    for r in replans:
+        for counts, share in zip(r["counts"], r["planned_share"], strict=True):
+            assert sum(counts) == r["budget_per_layer"] and min(counts) >= 1, r
+            # Lina: the expert the plan expects most tokens at gets the most replicas
+            assert counts[share.index(max(share))] == max(counts), r
+    assert any(len(set(c)) > 1 for r in replans for c in r["counts"]), replans
+    client.remove_service("moe")
