@@ -229,4 +229,17 @@ class MeasuredThroughputs(ThroughputModel):
         mb = self.measured_pairs.get((b.name, a.name, gpu_type))
         if seeded is None:
             return (ma, mb) if ma is not None and mb is not None else None
-        return (seeded[0] if ma is None else ma, seeded[1] if mb is None else mb)
+        sa, sb = self._rescaled(a, seeded[0], gpu_type), self._rescaled(b, seeded[1], gpu_type)
+        return (sa if ma is None else ma, sb if mb is None else mb)
+
+    def _rescaled(self, spec: JobSpec, seeded: float, gpu_type: GpuType) -> float:
+        """A seeded pair rate on the scale of the job's measured rate alone. The seed says
+        what share of its speed a job keeps beside a partner; once the job was measured
+        alone, that share must apply to the measured speed (a measured 9 steps/s beside a
+        seeded 1.6 steps/s pair would make every pair look ruinous, and the reverse)."""
+        per_worker = self.measured.get((spec.name, gpu_type))
+        alone_seed = self.seed.throughput(spec, gpu_type, spec.min_workers)
+        if per_worker is None or alone_seed <= 0:
+            return seeded
+        alone = per_worker * scaling.speedup(spec.scaling, spec.min_workers)
+        return seeded * alone / alone_seed

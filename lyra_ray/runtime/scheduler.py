@@ -306,7 +306,17 @@ class GlobalScheduler(SchedulerViews):
                 pending = [r for r in self.store.pending() if r[2] == job_id]
                 if not pending:
                     return None
-                return {"id": job_id, "name": pending[0][3].get("name"), "status": "submitted"}
+                spec = pending[0][3]
+                return {  # accepted, not yet in the core: the fields a queued job has
+                    "id": job_id,
+                    "name": spec.get("name"),
+                    "user": spec.get("user"),
+                    "status": "submitted",
+                    "assignment": None,
+                    "steps_done": 0.0,
+                    "total_steps": spec.get("total_steps"),
+                    "generation": 0,
+                }
             return self._describe(j)
 
     def _all_jobs(self) -> list[dict[str, Any]]:

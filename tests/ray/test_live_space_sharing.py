@@ -56,30 +56,35 @@ def _steps(log: Path) -> int:
 
 
 def test_a_packed_policy_runs_two_jobs_on_one_gpu_at_once(client: Any, tmp_path: Path) -> None:
-    total = 200
-    cfg = {"step_sleep_s": 0.05, "checkpoint_every": 20}
+    total = 600
+    cfg = {"step_sleep_s": 0.1, "checkpoint_every": 20}
     logs = {n: tmp_path / f"{n}.log" for n in ("a3c", "recommendation")}
     specs = [
         job(n, total, logs[n], workers=1, job_type=n, throughput={"v100": 1.0}, config=cfg)
         for n in logs
     ]
+    # The first job may start a round alone (an idle cluster starts one at once); the
+    # pair forms at a later round boundary, so each job runs ~60 s of steps alone.
     ids = dict(zip(logs, client.submit_entries(specs), strict=True))
     a, b = ids["a3c"], ids["recommendation"]
 
     def paired() -> bool:
-        sa, sb = client.status(a)["assignment"], client.status(b)["assignment"]
+        sa, sb = client.status(a).get("assignment"), client.status(b).get("assignment")
         return bool(sa and sb and sa["partner"] == b and sb["partner"] == a)
 
     wait_until(paired, 240, "the two jobs paired on the GPU")
     sa, sb = client.status(a)["assignment"], client.status(b)["assignment"]
     assert sa["nodes"] == sb["nodes"] and sum(g for _n, g in sa["nodes"]) == 1, (sa, sb)
-    # both step at the same time on a cluster of one GPU
-    wait_until(lambda: min(_steps(logs["a3c"]), _steps(logs["recommendation"])) >= 5, 240, "go")
-    before = {n: _steps(p) for n, p in logs.items()}
-    time.sleep(3.0)
-    if paired():  # (unless one of them already finished)
+
+    # Both step at the same time on a cluster of one GPU: some 3-s window, while paired,
+    # in which both logs grow. (A round may briefly run one alone or restart the pair.)
+    def both_step() -> bool:
+        before = {n: _steps(p) for n, p in logs.items()}
+        time.sleep(3.0)
         after = {n: _steps(p) for n, p in logs.items()}
-        assert all(after[n] > before[n] for n in logs), (before, after)
+        return paired() and all(after[n] > before[n] for n in logs)
+
+    wait_until(both_step, 240, "both jobs stepping at once on the one GPU")
     final = {n: client.wait(jid, timeout=400) for n, jid in ids.items()}
     for n, st in final.items():
         assert st["status"] == "finished" and st["steps_done"] == total, st

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import math
 
+import pytest
+
 from jobs.catalogue import CATALOGUE, KEEP_WHEN_SHARED, pair_rates
 from lyra_ray.model.throughput import MeasuredThroughputs, catalogue_throughputs
 from policies.base import get_policy
@@ -59,3 +61,14 @@ def test_a_packed_policy_pairs_two_catalogue_jobs_on_one_gpu() -> None:
     jobs = [view(n, job_type=t) for n, t in (("a", "a3c"), ("b", "recommendation"))]
     alloc = get_policy("max_min_fairness_packed").allocate(snapshot(jobs, {"v100": 1}, model))
     assert sum(alloc.fractions.get("a+b", {}).values()) > 0.9, alloc.fractions
+
+
+def test_a_seeded_pair_rate_follows_the_jobs_measured_speed_alone() -> None:
+    model = MeasuredThroughputs(catalogue_throughputs())
+    a, b = job("a", job_type="a3c"), job("b", job_type="lm")
+    seeded = pair_rates("a3c", "lm", "v100")
+    model.observe(a, "v100", 1, 10 * CATALOGUE["a3c"]["v100"])  # measured 10x the seed
+    pa, pb = model.pair_throughput(a, b, "v100")  # type: ignore[misc]
+    assert pa == pytest.approx(10 * seeded[0]) and pb == pytest.approx(seeded[1])
+    # the share kept beside the partner is the seed's, on the measured scale
+    assert pa / model.throughput(a, "v100", 1) == pytest.approx(KEEP_WHEN_SHARED["a3c"])
