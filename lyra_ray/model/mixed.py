@@ -40,6 +40,7 @@ weights each worker's gradient by its share.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
+from typing import Any
 
 from lyra_ray.model import scaling
 from lyra_ray.model.types import GpuType, JobSpec, ThroughputModel
@@ -98,6 +99,21 @@ def label_shares(
     except (KeyError, ValueError):
         return None
     return {label(g): s for g, s in shares.items()}
+
+
+def with_batch_shares(
+    config: Mapping[str, Any],
+    speeds: Mapping[GpuType, float],
+    parts: Parts,
+    label: Callable[[GpuType], str],
+) -> dict[str, Any]:
+    """A mixed-type run's config: ``config`` plus each GPU type's share of the global
+    batch under :data:`BATCH_SHARES_KEY` (unchanged when a speed is unknown)."""
+    out = dict(config)
+    shares = label_shares(speeds, parts, label)
+    if shares is not None:
+        out[BATCH_SHARES_KEY] = shares
+    return out
 
 
 def worker_share(shares: Mapping[str, float] | None, label: str | None, world: int) -> float:

@@ -19,41 +19,27 @@ import logging
 import os
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict
 from typing import Any
 
 import ray
 
 from lyra_ray import model as m
-from lyra_ray.model.mixed import BATCH_SHARES_KEY, label_shares
+from lyra_ray.model.mixed import with_batch_shares
 from lyra_ray.model.state import assignment_from_dict, assignment_to_dict
 from lyra_ray.parallelism.jobs import run_config
 from lyra_ray.runtime import runs
 from lyra_ray.runtime.control import get_or_create_control
 from lyra_ray.runtime.inventory import Inventory
+from lyra_ray.runtime.run_record import (
+    MAX_UNEXPECTED_ENDS,
+    START_GRACE_S,
+    STARTING_KILL_S,
+    RunRecord,
+)
 from lyra_ray.train.step_loop import latest_checkpoint
 
 log = logging.getLogger(__name__)
-
-MAX_UNEXPECTED_ENDS = 3
-"""Restarts from checkpoint of a run that crashed or vanished, before its job fails."""
-START_GRACE_S = 20.0
-"""A run actor may take this long to appear after start_run() before it counts as lost."""
-STARTING_KILL_S = 180.0
-"""A stop meets a run still starting: wait this long from its launch before killing it."""
-
-
-@dataclass
-class RunRecord:
-    job_id: str
-    generation: int
-    assignment: dict[str, Any]
-    launched_at: float
-    phase: str = "running"  # running | stopping
-    deadline: float = 0.0
-    next_assignment: dict[str, Any] | None = None
-    reported_steps: float = 0.0
-    unexpected_ends: int = 0
 
 
 class RayRuntime:
@@ -221,15 +207,12 @@ class RayRuntime:
         self.dirty = True
 
     def _run_config(self, spec: m.JobSpec, a: m.Assignment) -> dict[str, Any]:
-        """The config a run receives; a mixed-type run's also says each GPU type's share
-        of the global batch (``StepLoop.batch_share``), in proportion to its speed."""
+        """The config a run receives (a mixed-type run's with its batch shares)."""
         config = run_config(spec.config, a.gpu_type, a.workers)
-        if a.extra and self.speeds is not None:
-            speeds = {g: self.speeds(spec, g) for g, _ in a.parts}
-            shares = label_shares(speeds, a.parts, self.inventory.label_for_type)
-            if shares is not None:
-                config[BATCH_SHARES_KEY] = shares
-        return config
+        if not a.extra or self.speeds is None:
+            return config
+        speeds = {g: self.speeds(spec, g) for g, _ in a.parts}
+        return with_batch_shares(config, speeds, a.parts, self.inventory.label_for_type)
 
     def _stop(self, job_id: str, next_assignment: dict[str, Any] | None) -> None:
         if job_id in self.waiting:
@@ -411,8 +394,3 @@ class RayRuntime:
             self.runs[jid] = RunRecord(jid, gen, want, now)
             self.launches.append((now, jid, gen, want))
             self.dirty = True
-
-    def worker_placements(self) -> dict[str, dict[str, Any]]:
-        """The control actor's records (steps, outcome, workers' own node labels)."""
-        out: dict[str, dict[str, Any]] = ray.get(self.control.snapshot.remote())
-        return out

@@ -119,7 +119,8 @@ class SchedulerViews:
     def runs(self, auth: str | None = None) -> dict[str, dict[str, Any]]:
         """The control records: per job its latest run's steps and workers' node labels."""
         who = self.users.identify(auth)
-        return {j: r for j, r in self.runtime.worker_placements().items() if self._mine(j, who)}
+        records: dict[str, dict[str, Any]] = ray.get(self.runtime.control.snapshot.remote())
+        return {j: r for j, r in records.items() if self._mine(j, who)}
 
     def history(self, auth: str | None = None) -> list[dict[str, Any]]:
         """Every worker's own report of its node and labels, for all runs."""

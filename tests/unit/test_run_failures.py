@@ -19,7 +19,8 @@ from ray.train.v2.api.exceptions import ControllerError, WorkerGroupError
 
 from lyra_ray import model as m
 from lyra_ray.runtime import ray_runtime, runs
-from lyra_ray.runtime.ray_runtime import RayRuntime, RunRecord
+from lyra_ray.runtime.ray_runtime import RayRuntime
+from lyra_ray.runtime.run_record import RunRecord
 
 DIED = (
     "The actor died unexpectedly before finishing this task.\n\tclass_name: RayTrainWorker\n"
