@@ -25,10 +25,11 @@ restarted scheduler would start the job a second time. The price: an fsync per c
 
 from __future__ import annotations
 
+import contextlib
 import json
 import sqlite3
 import threading
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -95,41 +96,45 @@ class StateStore:
         the call landed; retrying with the same token makes submit idempotent. ``meta``
         and ``owner`` (a submission's) go into ``job_meta`` in the same transaction.
         """
+        with self._write():
+            if token is not None:
+                row = self._db.execute(
+                    "SELECT value FROM kv WHERE key = ?", (f"token:{token}",)
+                ).fetchone()
+                if row:
+                    return str(row[0])
+                self._db.execute("INSERT INTO kv VALUES (?, ?)", (f"token:{token}", job_id))
+            self._db.execute(
+                "INSERT INTO inbox (kind, job_id, payload) VALUES (?, ?, ?)",
+                (kind, job_id, json.dumps(payload)),
+            )
+            if meta is not None:
+                self._db.execute(
+                    "INSERT OR REPLACE INTO job_meta VALUES (?, ?, ?)",
+                    (job_id, owner, json.dumps(meta, sort_keys=True)),
+                )
+        return job_id
+
+    @contextlib.contextmanager
+    def _write(self) -> Iterator[None]:
+        """One write transaction under the lock: committed when the block ends (a
+        ``return`` inside it included), rolled back when it raises."""
         with self._lock:
             self._db.execute("BEGIN IMMEDIATE")
             try:
-                if token is not None:
-                    row = self._db.execute(
-                        "SELECT value FROM kv WHERE key = ?", (f"token:{token}",)
-                    ).fetchone()
-                    if row:
-                        self._db.execute("COMMIT")
-                        return str(row[0])
-                    self._db.execute("INSERT INTO kv VALUES (?, ?)", (f"token:{token}", job_id))
-                self._db.execute(
-                    "INSERT INTO inbox (kind, job_id, payload) VALUES (?, ?, ?)",
-                    (kind, job_id, json.dumps(payload)),
-                )
-                if meta is not None:
-                    self._db.execute(
-                        "INSERT OR REPLACE INTO job_meta VALUES (?, ?, ?)",
-                        (job_id, owner, json.dumps(meta, sort_keys=True)),
-                    )
-                self._db.execute("COMMIT")
+                yield
             except BaseException:
                 self._db.execute("ROLLBACK")
                 raise
-            return job_id
+            self._db.execute("COMMIT")
 
     def next_seq(self, name: str) -> int:
         """A counter that survives restarts (job ids)."""
-        with self._lock:
-            self._db.execute("BEGIN IMMEDIATE")
+        with self._write():
             row = self._db.execute("SELECT value FROM kv WHERE key = ?", (name,)).fetchone()
             n = int(row[0]) + 1 if row else 1
             self._db.execute("INSERT OR REPLACE INTO kv VALUES (?, ?)", (name, str(n)))
-            self._db.execute("COMMIT")
-            return n
+        return n
 
     def pending(self) -> list[tuple[int, str, str, dict[str, Any]]]:
         with self._lock:
@@ -148,20 +153,14 @@ class StateStore:
         rows, atomically; returns the bytes written (the per-cycle write's size)."""
         blob = json.dumps(state, sort_keys=True)
         rows = [(jid, json.dumps(rec, sort_keys=True)) for jid, rec in archive]
-        with self._lock:
-            self._db.execute("BEGIN IMMEDIATE")
-            try:
-                self._db.execute("INSERT OR REPLACE INTO kv VALUES ('state', ?)", (blob,))
-                for seq in consumed or []:
-                    self._db.execute("UPDATE inbox SET consumed = 1 WHERE seq = ?", (seq,))
-                # OR REPLACE: archiving a job twice must not fail the whole commit
-                self._db.executemany(
-                    "INSERT OR REPLACE INTO archive (job_id, record) VALUES (?, ?)", rows
-                )
-                self._db.execute("COMMIT")
-            except BaseException:
-                self._db.execute("ROLLBACK")
-                raise
+        with self._write():
+            self._db.execute("INSERT OR REPLACE INTO kv VALUES ('state', ?)", (blob,))
+            for seq in consumed or []:
+                self._db.execute("UPDATE inbox SET consumed = 1 WHERE seq = ?", (seq,))
+            # OR REPLACE: archiving a job twice must not fail the whole commit
+            self._db.executemany(
+                "INSERT OR REPLACE INTO archive (job_id, record) VALUES (?, ?)", rows
+            )
         return len(blob) + sum(len(r) for _, r in rows)
 
     def archived(self, job_id: str) -> dict[str, Any] | None:
@@ -202,46 +201,33 @@ class StateStore:
         self, name: str, admin: bool, token_id: str, salt: bytes, digest: bytes, now: float
     ) -> bool:
         """Create a user with its first token, atomically; False if the name is taken."""
-        with self._lock:
-            self._db.execute("BEGIN IMMEDIATE")
-            try:
-                if self._db.execute("SELECT 1 FROM users WHERE name = ?", (name,)).fetchone():
-                    self._db.execute("ROLLBACK")
-                    return False
-                self._db.execute("INSERT INTO users VALUES (?, ?, ?)", (name, int(admin), now))
-                self._db.execute(
-                    "INSERT INTO tokens VALUES (?, ?, ?, ?, ?)", (token_id, name, salt, digest, now)
-                )
-                self._db.execute("COMMIT")
-            except BaseException:
-                self._db.execute("ROLLBACK")
-                raise
+        with self._write():
+            if self._db.execute("SELECT 1 FROM users WHERE name = ?", (name,)).fetchone():
+                return False
+            self._db.execute("INSERT INTO users VALUES (?, ?, ?)", (name, int(admin), now))
+            self._add_token_row(name, token_id, salt, digest, now)
         return True
 
     def add_token(self, name: str, token_id: str, salt: bytes, digest: bytes, now: float) -> bool:
         """One more token for an existing user; False if there is no such user."""
-        with self._lock:
-            self._db.execute("BEGIN IMMEDIATE")
-            try:
-                if not self._db.execute("SELECT 1 FROM users WHERE name = ?", (name,)).fetchone():
-                    self._db.execute("ROLLBACK")
-                    return False
-                self._db.execute(
-                    "INSERT INTO tokens VALUES (?, ?, ?, ?, ?)", (token_id, name, salt, digest, now)
-                )
-                self._db.execute("COMMIT")
-            except BaseException:
-                self._db.execute("ROLLBACK")
-                raise
+        with self._write():
+            if not self._db.execute("SELECT 1 FROM users WHERE name = ?", (name,)).fetchone():
+                return False
+            self._add_token_row(name, token_id, salt, digest, now)
         return True
+
+    def _add_token_row(
+        self, name: str, token_id: str, salt: bytes, digest: bytes, now: float
+    ) -> None:
+        self._db.execute(
+            "INSERT INTO tokens VALUES (?, ?, ?, ?, ?)", (token_id, name, salt, digest, now)
+        )
 
     def remove_user(self, name: str) -> bool:
         """Delete a user and every token of theirs; False if there is no such user."""
-        with self._lock:
-            self._db.execute("BEGIN IMMEDIATE")
+        with self._write():
             gone = self._db.execute("DELETE FROM users WHERE name = ?", (name,)).rowcount
             self._db.execute("DELETE FROM tokens WHERE name = ?", (name,))
-            self._db.execute("COMMIT")
         return bool(gone)
 
     def token(self, token_id: str) -> tuple[str, bool, bytes, bytes] | None:
