@@ -54,3 +54,19 @@ def assert_placements_match(client: Any, job_id: str) -> int:
         assert p["labels"]["gpu-type"] in types, (p, a)
         assert p["node_id"] in {n for n, _ in a["nodes"]}, (p, a)
     return len(seen)
+
+
+def scheduler_client(live: Any, policy: str, token: str | None = None, **cfg: Any) -> Any:
+    """Start a scheduler on ``live`` with the live tests' defaults (state and checkpoints
+    under the cluster's workdir, a 0.5 s cycle, 20 s grace) and return a client."""
+    from lyra_ray.runtime.scheduler import start_scheduler
+    from lyra_ray.sdk import Client
+
+    defaults = {
+        "state_dir": str(live.workdir / "state"),
+        "storage_path": str(live.workdir / "ckpt"),
+        "period_s": 0.5,
+        "grace_s": 20.0,
+    }
+    start_scheduler({"policy": policy, **defaults, **cfg})
+    return Client(live.address, token=token)

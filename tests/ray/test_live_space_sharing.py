@@ -22,6 +22,7 @@ from tests.ray.live_helpers import (
     assert_every_step_once,
     assert_placements_match,
     job,
+    scheduler_client,
     step_counts,
     wait_until,
 )
@@ -43,20 +44,7 @@ def client() -> Iterator[Any]:
     pytest.importorskip("ray")
     live: LiveCluster = start_cluster((("v100", 1),))
     try:
-        from lyra_ray.runtime.scheduler import start_scheduler
-        from lyra_ray.sdk import Client
-
-        start_scheduler(
-            {
-                "policy": "max_min_fairness_packed",
-                "round_s": 20.0,
-                "state_dir": str(live.workdir / "state"),
-                "storage_path": str(live.workdir / "ckpt"),
-                "period_s": 0.5,
-                "grace_s": 20.0,
-            }
-        )
-        yield Client(live.address)
+        yield scheduler_client(live, "max_min_fairness_packed", round_s=20.0)
     finally:
         stop_cluster(live)
 

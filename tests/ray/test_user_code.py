@@ -28,7 +28,13 @@ import pytest
 import yaml
 
 from tests.ray.conftest import LiveCluster, start_cluster, stop_cluster
-from tests.ray.live_helpers import assert_every_step_once, job, step_counts, wait_until
+from tests.ray.live_helpers import (
+    assert_every_step_once,
+    job,
+    scheduler_client,
+    step_counts,
+    wait_until,
+)
 
 pytestmark = [pytest.mark.ray, pytest.mark.timeout(600)]
 
@@ -68,21 +74,8 @@ def live() -> Iterator[LiveCluster]:
 
 @pytest.fixture(scope="module")
 def client(live: LiveCluster) -> Any:
-    from lyra_ray.runtime.scheduler import start_scheduler
-    from lyra_ray.sdk import Client
-
-    start_scheduler(
-        {
-            "policy": "tests.ray.elastic_policy:GreedyElastic",
-            "round_s": 3600.0,
-            "state_dir": str(live.workdir / "state"),
-            "storage_path": str(live.workdir / "ckpt"),
-            "period_s": 0.5,
-            "grace_s": 20.0,
-            "entrypoint_check_s": 15.0,
-        }
-    )
-    return Client(live.address, token="")
+    policy = "tests.ray.elastic_policy:GreedyElastic"
+    return scheduler_client(live, policy, token="", round_s=3600.0, entrypoint_check_s=15.0)
 
 
 def _driver(live: LiveCluster, workdir: Path, spec: Path, *extra: str) -> list[str]:
