@@ -15,7 +15,7 @@ from __future__ import annotations
 import ast
 import json
 import math
-from collections.abc import Mapping
+from collections.abc import Hashable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -177,9 +177,11 @@ class MeasuredThroughputs(ThroughputModel):
         """(job name, partner name, GPU type) -> the job's steps/s beside that partner,
         oldest first; kept apart from :attr:`measured` because a shared GPU's rate is
         not the job's rate alone (it would make the job look slow everywhere)."""
+        self._names: frozenset[str] | None = None
 
     def observe(self, spec: JobSpec, gpu_type: GpuType, workers: int, steps_per_s: float) -> None:
         if workers > 0 and steps_per_s > 0:
+            self._names = None
             key = (spec.name, gpu_type)
             self.measured.pop(key, None)  # re-observed: now the newest
             self.measured[key] = steps_per_s / scaling.speedup(spec.scaling, workers)
@@ -190,6 +192,7 @@ class MeasuredThroughputs(ThroughputModel):
         self, spec: JobSpec, partner: JobSpec, gpu_type: GpuType, steps_per_s: float
     ) -> None:
         if steps_per_s > 0:
+            self._names = None
             key = (spec.name, partner.name, gpu_type)
             self.measured_pairs.pop(key, None)
             self.measured_pairs[key] = steps_per_s
@@ -206,11 +209,31 @@ class MeasuredThroughputs(ThroughputModel):
         return out
 
     def load_state(self, state: Mapping[str, Any]) -> None:
+        self._names = None
         self.measured = {(str(n), str(g)): float(v) for n, g, v in state.get("measured", [])}
         self.measured_pairs = {
             (str(a), str(b), str(g)): float(v) for a, b, g, v in state.get("pairs", [])
         }
         self.seed.load_state(state.get("seed", {}))
+
+    def pair_class(self, spec: JobSpec) -> Hashable | None:
+        """The seed's class until this job name was measured; then the name joins the
+        key, since its rates (alone, and rescaled or measured beside a partner) are its
+        own. Two jobs of one type, one measured and one not, are no longer taken for
+        each other (found live: the measured job's pair rates were used for both, and
+        max-min fairness then gave the pair only part of the GPU)."""
+        seed = self.seed.pair_class(spec)
+        if seed is None or spec.name not in self._measured_names():
+            return seed
+        return (seed, spec.name)
+
+    def _measured_names(self) -> frozenset[str]:
+        """Job names with a measured row, rebuilt after the rows changed."""
+        if self._names is None:
+            self._names = frozenset(
+                [n for n, _g in self.measured] + [n for n, _b, _g in self.measured_pairs]
+            )
+        return self._names
 
     def throughput(self, spec: JobSpec, gpu_type: GpuType, workers: int) -> float:
         per_worker = self.measured.get((spec.name, gpu_type))

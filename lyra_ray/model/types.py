@@ -9,7 +9,7 @@ Validation of user input lives in :mod:`lyra_ray.model.spec`; these types assume
 from __future__ import annotations
 
 import enum
-from collections.abc import Mapping
+from collections.abc import Hashable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal, TypeAlias
 
@@ -202,6 +202,13 @@ class ThroughputModel:
     ) -> tuple[float, float] | None:
         """Steps/s of ``a`` and ``b`` sharing the same GPUs, or ``None`` if they cannot."""
         return None
+
+    def pair_class(self, spec: JobSpec) -> Hashable | None:
+        """A key shared by every spec this model gives the same rates, alone and beside
+        any partner (``None``: the spec is its own class). Policies look pair rates up
+        once per class instead of once per job pair, so the key must cover everything
+        the rates depend on: here the catalogue's (job type, scale factor)."""
+        return (spec.job_type, spec.min_workers) if spec.job_type else None
 
     def observe(self, spec: JobSpec, gpu_type: GpuType, workers: int, steps_per_s: float) -> None:
         """A measured rate; a model that learns online keeps it (the base ignores it)."""

@@ -271,7 +271,11 @@ class RayRuntime:
                 rec = None
             if rec is not None and rec["steps"] > r.reported_steps and rec["outcome"] is None:
                 r.reported_steps = rec["steps"]
-                events.append(m.JobProgress(jid, rec["steps"], rec["steps_per_s"]))
+                # A stopping run's rate does not measure the assignment the core now holds
+                # (resized, or a pair formed or split): found live, a lone run's last,
+                # checkpointing window was credited as 1.2 steps/s beside its new partner.
+                sps = rec["steps_per_s"] if r.phase == "running" else None
+                events.append(m.JobProgress(jid, rec["steps"], sps))
             if rec is not None and rec["outcome"] is not None:
                 events += self._ended(r, rec["outcome"], rec["steps"], rec["message"])
             elif r.phase == "stopping" and now > self._kill_after(r, rec):

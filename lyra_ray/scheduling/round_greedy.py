@@ -94,12 +94,21 @@ def greedy(
     A type ranks only the entries still unplaced when its turn comes: the others would
     be skipped anyway, and the sort is stable, so the outcome is the same as ranking all.
     """
+    out = _pin(pinned, prev, active)
     left = {g: c for g, c in gpus.items() if c > 0}
-    out: dict[JobId, Assignment] = {}
-    for jid, a in pinned.items():
-        if jid in active and left.get(a.gpu_type, 0) >= a.workers:
-            out[jid] = a
-            left[a.gpu_type] -= a.workers
+    counted: set[JobId] = set()
+    for jid, a in list(out.items()):
+        if jid in counted or jid not in out:  # counted with its partner, or dropped with it
+            continue
+        if left.get(a.gpu_type, 0) < a.workers:
+            del out[jid]
+            if a.partner is not None:
+                out.pop(a.partner, None)
+            continue
+        left[a.gpu_type] -= a.workers
+        counted.add(jid)
+        if a.partner is not None:
+            counted.add(a.partner)  # a pair shares its GPUs: count them once
     left = {g: c for g, c in left.items() if c > 0}
     singles = all(r[0] in active for r in rows)  # no pairs: a key is placed iff in ``out``
     held: set[JobId] = set()  # unallocated jobs taken this round (they do not run)
@@ -155,6 +164,35 @@ def greedy(
             left[gt] = free
         else:
             del left[gt]
+    return out
+
+
+def _pin(
+    pinned: Mapping[JobId, Assignment],
+    prev: Mapping[JobId, Assignment],
+    active: Mapping[JobId, JobView],
+) -> dict[JobId, Assignment]:
+    """The pinned jobs that are active, each space-sharing pair whole.
+
+    A pinned job whose last assignment names a partner keeps that partner with it (when
+    the partner is active and its own assignment names the job back, on the same type):
+    dropping the partner would change the pinned job's assignment too (it would run alone
+    on the whole GPU), i.e. restart the very run the lease protects. A partner that no
+    longer pairs back leaves the pinned job to run alone.
+    """
+    out: dict[JobId, Assignment] = {}
+    for jid, a in pinned.items():
+        if jid not in active or jid in out:
+            continue
+        p = a.partner
+        if p is None:
+            out[jid] = a
+            continue
+        pa = pinned.get(p) or prev.get(p)
+        if p in active and pa is not None and pa.partner == jid and pa.gpu_type == a.gpu_type:
+            out[jid], out[p] = a, pa
+        else:
+            out[jid] = Assignment(gpu_type=a.gpu_type, workers=a.workers)
     return out
 
 

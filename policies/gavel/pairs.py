@@ -5,8 +5,9 @@ Two jobs sharing GPUs each run slower than alone; sharing pays only if their
 thr_b|a / T_b > 1`` on some GPU type). Gavel keeps every pair and builds an LP over all
 of them, an LP that grows quadratically with the job count. Here a job keeps only its
 ``top_k`` best partners by that gain, and pair throughputs are looked up once per *job
-class* — (catalogue job type, scale factor), or the job itself when it has no type — not
-once per job pair.
+class* — what the throughput model calls one (:meth:`ThroughputModel.pair_class`: the
+catalogue's (job type, scale factor), plus the job's name once the live model measured
+it), or the job itself when it has none — not once per job pair.
 
 Mixed scale factors are allowed: a pair whose members differ in scale factor occupies
 ``max(sf_a, sf_b)`` GPUs when the throughput model offers such a pair (Gavel's catalogue
@@ -20,7 +21,7 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import NDArray
 
-from lyra_ray.model import ClusterSnapshot, pair_key
+from lyra_ray.model import ClusterSnapshot, ThroughputModel, pair_key
 from policies.gavel.inputs import FloatArray, Problem
 
 IntArray = NDArray[np.int64]
@@ -41,15 +42,15 @@ class Pairs:
         return int(self.idx.shape[0])
 
 
-def _classes(p: Problem) -> tuple[IntArray, list[int]]:
-    """Class id per job and one representative row per class."""
+def _classes(p: Problem, model: ThroughputModel) -> tuple[IntArray, list[int]]:
+    """Class id per job (:meth:`ThroughputModel.pair_class`, else the job itself) and
+    one representative row per class."""
     seen: dict[object, int] = {}
     reps: list[int] = []
     cls = np.zeros(p.n, dtype=np.int64)
     for i, job in enumerate(p.jobs):
-        sig: object = (
-            (job.spec.job_type, job.spec.min_workers) if job.spec.job_type else ("job", job.id)
-        )
+        key = model.pair_class(job.spec)
+        sig: object = ("job", job.id) if key is None else ("class", key)
         if sig not in seen:
             seen[sig] = len(reps)
             reps.append(i)
@@ -58,10 +59,10 @@ def _classes(p: Problem) -> tuple[IntArray, list[int]]:
 
 
 def candidate_pairs(snap: ClusterSnapshot, p: Problem, top_k: int = 8) -> Pairs:
-    cls, reps = _classes(p)
+    model = snap.throughput_model
+    cls, reps = _classes(p, model)
     c = len(reps)
     cthr = np.zeros((c, c, p.k, 2))
-    model = snap.throughput_model
     for ca, ia in enumerate(reps):
         for cb, ib in enumerate(reps):
             if cb < ca:

@@ -72,3 +72,18 @@ def test_a_seeded_pair_rate_follows_the_jobs_measured_speed_alone() -> None:
     assert pa == pytest.approx(10 * seeded[0]) and pb == pytest.approx(seeded[1])
     # the share kept beside the partner is the seed's, on the measured scale
     assert pa / model.throughput(a, "v100", 1) == pytest.approx(KEEP_WHEN_SHARED["a3c"])
+
+
+def test_two_jobs_of_one_type_pair_on_the_whole_gpu_once_one_was_measured() -> None:
+    """Pair rates are looked up per class; a measured job is its own class (found live:
+    the measured job's rates stood in for its unmeasured twin, and max-min fairness gave
+    the pair only a quarter of the GPU)."""
+    model = MeasuredThroughputs(catalogue_throughputs())
+    model.observe(job("left", job_type="a3c"), "v100", 1, 9.3)  # ~4.6x the seed's 2.0
+    jobs = [view(n, job_type="a3c") for n in ("left", "right")]
+    assert model.pair_class(jobs[0].spec) != model.pair_class(jobs[1].spec)
+    alloc = get_policy("max_min_fairness_packed").allocate(snapshot(jobs, {"v100": 1}, model))
+    assert alloc.fractions["left+right"]["v100"] == pytest.approx(1.0, abs=1e-6), alloc.fractions
+    model.observe(job("right", job_type="a3c"), "v100", 1, 9.5)
+    alloc = get_policy("max_min_fairness_packed").allocate(snapshot(jobs, {"v100": 1}, model))
+    assert alloc.fractions["left+right"]["v100"] == pytest.approx(1.0, abs=1e-6), alloc.fractions

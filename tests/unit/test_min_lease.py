@@ -8,7 +8,7 @@ starting) or stepped for less than ``min_lease_s`` is not preempted.
 from __future__ import annotations
 
 from lyra_ray import model as m
-from lyra_ray.model.throughput import CatalogueThroughputs
+from lyra_ray.model.throughput import CatalogueThroughputs, catalogue_throughputs
 from lyra_ray.scheduling.core import SchedulerCore
 from policies.base import get_policy
 from tests.builders import check_invariants, cluster, job
@@ -72,3 +72,30 @@ def test_lease_fields_survive_a_restart() -> None:
     again.load_state(core.to_state())
     assert again.jobs[first].lease_from_s == 40.0
     assert again.jobs[first].launch_steps == 0.0
+
+
+def test_a_leased_space_sharing_pair_stays_whole() -> None:
+    """Both members of a pair are pinned together: the lease of one keeps its partner
+    (found live: counting a pinned pair's GPU once per member dropped the second member
+    every round, so the pair broke while its runs were still starting)."""
+    core = SchedulerCore(
+        get_policy("max_min_fairness_packed"),
+        catalogue_throughputs(),
+        round_s=10.0,
+        min_lease_s=10.0,
+        startup_grace_s=100.0,
+    )
+    events: list[m.Event] = [m.NodeUp(n) for n in cluster(v100=1)]
+    events += [m.JobSubmitted(x, job(x, 10_000, job_type="a3c")) for x in ("a", "b")]
+    core.step(0.0, events)
+    pair = {j.id: j.current for j in core.active()}
+    assert pair["a"] is not None and pair["a"].partner == "b", pair
+    assert pair["b"] is not None and pair["b"].partner == "a", pair
+    steps = 0.0
+    for t in (10.0, 20.0, 30.0, 40.0, 50.0):
+        if t >= 30.0:  # a steps from t=30, b never does (still starting): both stay
+            steps += 10.0
+        acts = core.step(t, [m.JobProgress("a", steps)] if steps else []).actions
+        assert not any(isinstance(x, m.Preempt) for x in acts), (t, acts)
+        assert {j.id: j.current for j in core.active()} == pair, t
+        check_invariants(core)
