@@ -159,12 +159,8 @@ class JobMeta:
         out = [self.decorate(r) for r in rows]
         return out if who.admin else [r for r in out if who.may_touch(r["owner"])]
 
-    def check_access(self, job_id: str, who: Identity) -> None:
-        """Raise AuthError unless ``who`` may see or cancel ``job_id``."""
-        from lyra_ray.runtime.auth import AuthError
-
-        if not who.may_touch(self.owner(job_id)):
-            raise AuthError(
-                f"job {job_id!r} belongs to another user: only its owner or an admin "
-                "may see or cancel it"
-            )
+    def may_access(self, job_id: str, who: Identity) -> bool:
+        """Whether ``who`` may see or cancel ``job_id``. Callers answer "unknown job"
+        when not, exactly as for an id that does not exist, so that a user cannot learn
+        which ids other users' jobs have."""
+        return who.may_touch(self.owner(job_id))

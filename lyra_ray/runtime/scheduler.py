@@ -279,9 +279,9 @@ class GlobalScheduler(SchedulerViews):
                 or self.archive.get(job_id) is not None
                 or any(r[2] == job_id for r in self.store.pending())
             )
-        if not known:
-            return {"ok": False, "error": f"field 'job_id': unknown job {job_id!r}"}
-        self.jobmeta.check_access(job_id, who)
+        if not known or not self.jobmeta.may_access(job_id, who):
+            hint = "" if who.admin else " (a user sees only their own jobs)"
+            return {"ok": False, "error": f"field 'job_id': unknown job {job_id!r}{hint}"}
         self.store.enqueue("cancel", job_id, {})
         self.wake.set()
         return {"ok": True, "job_id": job_id}
@@ -291,10 +291,9 @@ class GlobalScheduler(SchedulerViews):
         if not isinstance(job_id, str):
             return None
         row = self._status(job_id)
-        if row is not None:
-            self.jobmeta.check_access(job_id, who)
-            row = self.jobmeta.decorate(row)
-        return row
+        if row is None or not self.jobmeta.may_access(job_id, who):
+            return None  # another user's job is as unknown as a missing one
+        return self.jobmeta.decorate(row)
 
     def _status(self, job_id: str) -> dict[str, Any] | None:
         with self.lock:
