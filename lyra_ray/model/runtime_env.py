@@ -84,7 +84,10 @@ def _pip(value: Any, field: str, uploaded: bool) -> Any:
             raise InputError(f"field '{field}': unknown key(s) {unknown}; known {known}")
         if "packages" not in value:
             raise InputError(f"field '{field}.packages': required")
-        out: dict[str, Any] = {"packages": _pip(value["packages"], f"{field}.packages", True)}
+        packages = value["packages"]
+        if isinstance(packages, Mapping):
+            raise InputError(f"field '{field}.packages': expected a list of packages or a file")
+        out: dict[str, Any] = {"packages": _pip(packages, f"{field}.packages", uploaded)}
         if "pip_check" in value:
             if not isinstance(value["pip_check"], bool):
                 raise InputError(f"field '{field}.pip_check': expected true or false")

@@ -91,6 +91,20 @@ def _requirements(path: str, base: Path, field: str) -> list[str]:
     return [ln.split("#")[0].strip() for ln in lines if ln.split("#")[0].strip()]
 
 
+def read_pip_files(env: Mapping[str, Any], base: str | Path = ".") -> dict[str, Any]:
+    """``env`` with a requirements file (``pip: FILE`` or ``pip: {packages: FILE}``, as
+    Ray accepts both) read into its list of packages on this machine, relative to
+    ``base``: the file is not on the cluster, the list travels."""
+    out, base = dict(env), Path(base)
+    pip = out.get("pip")
+    if isinstance(pip, str):
+        out["pip"] = _requirements(pip, base, "runtime_env.pip")
+    elif isinstance(pip, Mapping) and isinstance(pip.get("packages"), str):
+        packages = _requirements(pip["packages"], base, "runtime_env.pip.packages")
+        out["pip"] = {**pip, "packages": packages}
+    return out
+
+
 def upload(env: Mapping[str, Any], base: str | Path = ".") -> dict[str, Any]:
     """``env`` with its local paths (relative to ``base``) uploaded to the cluster's GCS
     and a requirements file read into a list; URIs pass untouched. Needs a connected
@@ -108,8 +122,7 @@ def upload(env: Mapping[str, Any], base: str | Path = ".") -> dict[str, Any]:
             m if is_uri(m) else _local(m, base, f"runtime_env.py_modules[{i}]")
             for i, m in enumerate(out["py_modules"])
         ]
-    if isinstance(out.get("pip"), str):
-        out["pip"] = _requirements(out["pip"], base, "runtime_env.pip")
+    out = read_pip_files(out, base)
     gitignore = os.environ.get("RAY_RUNTIME_ENV_IGNORE_GITIGNORE", "0") != "1"
     with tempfile.TemporaryDirectory(prefix="lyra-pkg-") as scratch:
         try:

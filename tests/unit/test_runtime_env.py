@@ -44,6 +44,7 @@ PKG = "gcs://_ray_pkg_0123456789abcdef.zip"
         {"pip": ["torch==2.3", "numpy"]},
         {"pip": "requirements.txt"},
         {"pip": {"packages": ["numpy"]}},
+        {"pip": {"packages": "requirements.txt", "pip_check": False}},
         {
             "pip": {
                 "packages": ["numpy"],
@@ -93,6 +94,7 @@ def test_uploaded_forms_accepted(env: dict[str, Any]) -> None:
         ({"working_dir": "/abs/dir"}, "runtime_env.working_dir"),
         ({"py_modules": [PKG, "lib"]}, "runtime_env.py_modules[1]"),
         ({"pip": "requirements.txt"}, "runtime_env.pip"),
+        ({"pip": {"packages": "requirements.txt"}}, "runtime_env.pip.packages"),
         ({"working_dir": PKG, "excludes": ["x"]}, "runtime_env"),
     ],
 )
@@ -136,7 +138,8 @@ NAN, INF = math.nan, math.inf
         ({"pip": ["numpy", NAN]}, "runtime_env.pip[1]"),
         ({"pip": [""]}, "runtime_env.pip[0]"),
         ({"pip": {"pip_check": True}}, "runtime_env.pip.packages"),
-        ({"pip": {"packages": "requirements.txt"}}, "runtime_env.pip.packages"),
+        ({"pip": {"packages": {"numpy": "1"}}}, "runtime_env.pip.packages"),
+        ({"pip": {"packages": 7}}, "runtime_env.pip.packages"),
         ({"pip": {"packages": [], "extra": 1}}, "runtime_env.pip"),
         ({"pip": {"packages": [], "pip_check": NAN}}, "runtime_env.pip.pip_check"),
         ({"pip": {"packages": [], "pip_check": "yes"}}, "runtime_env.pip.pip_check"),
@@ -274,3 +277,22 @@ def test_inherited_keeps_supported_and_reports_the_rest() -> None:
     out, dropped = inherited({"env_vars": {"LYRA_TOKEN_FILE": "/t"}})
     assert out == {} and dropped == ["env_vars.LYRA_TOKEN_FILE"]
     assert inherited(None) == ({}, [])
+
+
+def test_requirements_files_are_read_on_the_submitting_machine(tmp_path: Any) -> None:
+    """Both forms Ray accepts, ``pip: FILE`` and ``pip: {packages: FILE}``, become the
+    file's list of packages (comments and blank lines dropped), the rest kept."""
+    from lyra_ray.runtime.user_env import read_pip_files
+
+    (tmp_path / "req.txt").write_text("numpy==1.26  # pinned\n\n# a comment\nrich\n")
+    assert read_pip_files({"pip": "req.txt"}, tmp_path) == {"pip": ["numpy==1.26", "rich"]}
+    env = {"pip": {"packages": "req.txt", "pip_check": False}, "env_vars": {"A": "1"}}
+    out = read_pip_files(env, tmp_path)
+    assert out == {
+        "pip": {"packages": ["numpy==1.26", "rich"], "pip_check": False},
+        "env_vars": {"A": "1"},
+    }
+    assert check_runtime_env(out, uploaded=True) == out
+    assert read_pip_files({"pip": ["x"]}, tmp_path) == {"pip": ["x"]}
+    with pytest.raises(InputError, match=r"field 'runtime_env\.pip\.packages': .*does not exist"):
+        read_pip_files({"pip": {"packages": "missing.txt"}}, tmp_path)
