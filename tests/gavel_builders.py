@@ -35,6 +35,9 @@ class TableThroughputs(ThroughputModel):
         self.alone = alone
         self.pairs = dict(pairs or {})
 
+    def __repr__(self) -> str:  # a failing property test prints the whole instance
+        return f"TableThroughputs({dict(self.alone)!r}, {self.pairs!r})"
+
     def throughput(self, spec: JobSpec, gpu_type: GpuType, workers: int) -> float:
         return float(self.alone.get(spec.name, {}).get(gpu_type, 0.0))
 

@@ -103,16 +103,20 @@ def water_filling(p: Problem, coef: FloatArray, tol: float = 1e-7) -> FloatArray
         if fz.size:
             cons.append(util[fz] >= level[fz] * (1 - 1e-6))
         t_star = _solve(cp.Problem(cp.Maximize(t), cons))
-        newly = []
+        newly, best = [], {}
         for m in free:
             cons_m = [*_base(p, x), util[free] >= t_star * (1 - 1e-6)]
             if fz.size:
                 cons_m.append(util[fz] >= level[fz] * (1 - 1e-6))
-            best = _solve(cp.Problem(cp.Maximize(util[m]), cons_m))
-            if best <= t_star * (1 + tol) + 1e-12:
+            best[m] = _solve(cp.Problem(cp.Maximize(util[m]), cons_m))
+            if best[m] <= t_star * (1 + tol) + 1e-12:
                 newly.append(m)
-        if not newly:  # numerical safety: freeze everyone at the level
-            newly = list(free)
+        if not newly:
+            # The 1e-6 slack given to the others lets a bottleneck job rise a little
+            # past ``tol`` (seen: 1.1e-5 relative), and then no job looked frozen. Freeze
+            # the ones that rise only that little, not everyone: freezing everyone held a
+            # job that could reach 4.5x the level at the level (a hypothesis example).
+            newly = [m for m in free if best[m] <= t_star * (1 + 1e-3)] or list(free)
         level[newly] = t_star
         frozen[newly] = True
     return level

@@ -135,6 +135,29 @@ def test_water_filling_matches_reference(snap: ClusterSnapshot, agnostic: bool) 
     assert (achieved >= level * (1 - 1e-6) - 1e-9).all()
 
 
+def test_water_filling_lifts_a_job_that_shares_nothing_to_its_cap() -> None:
+    """A hypothesis example on which the cvxpy reference froze everyone at the first
+    level: j3 alone uses the P100s, so it rises to its cap (17.5) while the three V100
+    jobs share one level; j2 runs nowhere."""
+    table = {
+        "j0": {"k80": 0.0, "p100": 7.0, "v100": 0.109375},
+        "j1": {"k80": 0.0, "p100": 0.0, "v100": 0.5},
+        "j2": {"k80": 0.0, "p100": 0.0, "v100": 0.0},
+        "j3": {"k80": 0.0, "p100": 0.5, "v100": 0.0},
+        "j4": {"k80": 0.0, "p100": 0.0, "v100": 0.5},
+    }
+    sfs = {"j0": 4, "j1": 2, "j2": 1, "j3": 1, "j4": 4}
+    jobs = [job(j, total_steps=10.0, sf=sfs[j], arrival=0.0) for j in table]
+    snap = snapshot(jobs, {"k80": 1, "p100": 2, "v100": 4}, TableThroughputs(table), now=600.0)
+    p = build_problem(snap)
+    _X, level = solve_water_filling(p, False)
+    coef = las_coefficients(p, False) * (p.weights / hierarchical_weights(p))[:, None]
+    expect = ref.water_filling(p, coef)
+    for got in (level, expect):
+        assert got[2] == 0.0 and got[3] == pytest.approx(17.5, rel=1e-6)
+        assert got[[0, 1, 4]] == pytest.approx([35 / 9] * 3, rel=1e-4)
+
+
 def test_las_falls_back_to_highs_when_ecos_fails(monkeypatch: pytest.MonkeyPatch) -> None:
     from policies.gavel import ecos_las
     from tests.gavel_builders import random_snapshot
