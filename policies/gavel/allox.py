@@ -22,8 +22,9 @@ from numpy.typing import NDArray
 
 from lyra_ray.model import Allocation, ClusterSnapshot
 from policies.base import PolicyBase, register
-from policies.gavel.highs_model import INF, new_highs, pass_lp, run_simplex
+from policies.gavel.highs_model import INF, pass_lp, run_simplex
 from policies.gavel.inputs import FloatArray, build_problem, to_allocation
+from policies.gavel.lp import new_highs
 
 
 def _transport(

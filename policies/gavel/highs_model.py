@@ -19,13 +19,6 @@ from policies.gavel.lp import SolverError
 INF = highspy.kHighsInf
 
 
-def new_highs() -> Any:
-    """A silent HiGHS instance (typed ``Any``: highspy ships no stubs for its methods)."""
-    h: Any = highspy.Highs()  # type: ignore[no-untyped-call]
-    h.setOptionValue("output_flag", False)
-    return h
-
-
 def pass_lp(
     h: Any,
     A: sp.csc_matrix,

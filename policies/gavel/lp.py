@@ -113,6 +113,48 @@ def _csc_arrays(
 _COLWISE = int(highspy.MatrixFormat.kColwise)
 _MINIMIZE = int(highspy.ObjSense.kMinimize)
 _LOCAL = threading.local()
+_BANNER_LOCK = threading.Lock()
+_banner_done = False
+
+
+def new_highs() -> Any:
+    """A silent HiGHS instance (typed ``Any``: highspy ships no stubs for its methods).
+
+    WHY the first one is built with the process's stdout pointed at /dev/null: highspy
+    1.16 prints its two-line banner ("Running HiGHS ... Copyright") when a process's
+    first instance is constructed, before any option can be set, so it landed on top of
+    every ``lyra simulate`` table and in the scheduler's log.
+    """
+    global _banner_done
+    with _BANNER_LOCK:
+        if _banner_done:
+            h: Any = highspy.Highs()  # type: ignore[no-untyped-call]
+        else:
+            h = _first_highs()
+            _banner_done = True
+    h.setOptionValue("output_flag", False)
+    return h
+
+
+def _first_highs() -> Any:
+    import ctypes
+    import os
+    import sys
+
+    try:
+        sys.stdout.flush()
+        saved, null = os.dup(1), os.open(os.devnull, os.O_WRONLY)
+    except (OSError, ValueError, AttributeError):  # no fd 1 (or a closed stdout)
+        return highspy.Highs()  # type: ignore[no-untyped-call]
+    try:
+        os.dup2(null, 1)
+        h = highspy.Highs()  # type: ignore[no-untyped-call]
+        ctypes.CDLL(None).fflush(None)  # the banner may sit in C's stdio buffer
+    finally:
+        os.dup2(saved, 1)
+        os.close(saved)
+        os.close(null)
+    return h
 
 
 def _highs() -> Any:
@@ -124,11 +166,10 @@ def _highs() -> Any:
     """
     h = getattr(_LOCAL, "highs", None)
     if h is None:
-        h = highspy.Highs()  # type: ignore[no-untyped-call]
-        _LOCAL.highs = h
-    else:
-        h.clearModel()
-        h.resetOptions()
+        h = _LOCAL.highs = new_highs()
+        return h
+    h.clearModel()
+    h.resetOptions()
     h.setOptionValue("output_flag", False)
     return h
 

@@ -21,8 +21,9 @@ from numpy.typing import NDArray
 from lyra_ray.model import Allocation, ClusterSnapshot
 from policies.base import PolicyBase, register
 from policies.gavel.ecos_centre import gavel_makespan
-from policies.gavel.highs_model import INF, new_highs, pass_lp, run_simplex
+from policies.gavel.highs_model import INF, pass_lp, run_simplex
 from policies.gavel.inputs import FloatArray, Problem, build_problem, to_allocation
+from policies.gavel.lp import new_highs
 
 
 def makespan_lp(rate: FloatArray, sf: FloatArray, capacity: FloatArray) -> tuple[FloatArray, float]:

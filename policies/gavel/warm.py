@@ -21,7 +21,7 @@ import numpy as np
 import scipy.sparse as sp
 from numpy.typing import NDArray
 
-from policies.gavel.lp import FloatArray, SolverError
+from policies.gavel.lp import FloatArray, SolverError, new_highs
 
 
 class WarmMaxMin:
@@ -49,8 +49,7 @@ class WarmMaxMin:
             ]
         ).tocsc()
         nrow, ncol = A.shape
-        self.h: Any = highspy.Highs()  # type: ignore[no-untyped-call]
-        self.h.setOptionValue("output_flag", False)
+        self.h: Any = new_highs()
         lp = highspy.HighsLp()
         lp.num_col_, lp.num_row_ = ncol, nrow
         cost = np.zeros(ncol)
