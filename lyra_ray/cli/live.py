@@ -160,7 +160,21 @@ def _print_ignored(view: dict[str, Any]) -> None:
 
 
 def _fmt_assign(a: dict[str, Any] | None) -> str:
-    return f"{a['gpu_type']} x {a['workers']}" if a else "-"
+    """``v100 x 2``; ``v100 x 2 shared`` for one job of a space-sharing pair (Gavel's
+    packed policies: its workers hold half of the same GPUs as its partner's)."""
+    if not a:
+        return "-"
+    return f"{a['gpu_type']} x {a['workers']}" + (" shared" if a.get("partner") else "")
+
+
+def _print_pairs(rows: list[dict[str, Any]]) -> None:
+    """One line per space-sharing pair shown, so the partner is named once."""
+    seen: set[str] = set()
+    for r in rows:
+        partner = (r.get("assignment") or {}).get("partner")
+        if partner and r["id"] not in seen:
+            seen.update((r["id"], str(partner)))
+            print(f"  {r['id']} and {partner} share their GPUs (space sharing)")
 
 
 def _print_table(rows: list[dict[str, Any]], wide: bool = False) -> None:
@@ -213,6 +227,7 @@ def job_row(r: dict[str, Any]) -> dict[str, Any]:
         "state": r["status"],
         "workers": int(a.get("workers", 0)),
         "gpu_type": a.get("gpu_type"),
+        "partner": a.get("partner"),
         "steps": r.get("steps_done", 0),
         "total_steps": r.get("total_steps"),
         "user": r.get("user"),
@@ -275,6 +290,7 @@ def _status(args: argparse.Namespace) -> int:
                 print(json.dumps(job_row(row), indent=2))
             else:
                 _print_table([row], args.wide)
+                _print_pairs([row])
         else:
             view = c.overview()
             if args.json:
@@ -282,6 +298,7 @@ def _status(args: argparse.Namespace) -> int:
             else:
                 _print_servers(view)
                 _print_table(view["jobs"], args.wide)
+                _print_pairs(view["jobs"])
                 _print_ignored(view)
                 states: dict[str, int] = {}
                 for j in view["jobs"]:

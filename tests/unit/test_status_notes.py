@@ -30,3 +30,29 @@ def test_a_queued_job_naming_an_absent_type_gets_a_note(capsys: pytest.CaptureFi
 def test_ended_jobs_get_no_note(capsys: pytest.CaptureFixture[str]) -> None:
     _print_ignored(_view({"id": "x", "status": "finished", "throughput": {"a100": 1.0}}))
     assert capsys.readouterr().out == ""
+
+
+def test_a_space_sharing_pair_is_shown_as_shared_and_named_once(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    from lyra_ray.cli.live import _fmt_assign, _print_pairs, job_row
+
+    a = {"gpu_type": "v100", "workers": 1, "nodes": [["n1", 1]], "partner": "b-0002"}
+    b = {**a, "partner": "a-0001"}
+    rows = [
+        {"id": "a-0001", "status": "running", "assignment": a},
+        {"id": "b-0002", "status": "running", "assignment": b},
+        {"id": "c-0003", "status": "running", "assignment": {**a, "partner": None}},
+        {"id": "d-0004", "status": "queued", "assignment": None},
+    ]
+    assert [_fmt_assign(r["assignment"]) for r in rows] == [
+        "v100 x 1 shared",
+        "v100 x 1 shared",
+        "v100 x 1",
+        "-",
+    ]
+    _print_pairs(rows)
+    assert capsys.readouterr().out.splitlines() == [
+        "  a-0001 and b-0002 share their GPUs (space sharing)"
+    ]
+    assert job_row(rows[0])["partner"] == "b-0002" and job_row(rows[3])["partner"] is None
