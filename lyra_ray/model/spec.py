@@ -42,6 +42,7 @@ class _JobInput(BaseModel):
     throughput: dict[str, float] | None = None
     scaling: str = "linear"
     slo_s: float | None = Field(default=None, gt=0)
+    keep_when_shared: float | None = Field(default=None, gt=0, le=1)
     entrypoint: str | None = None
     config: dict[str, Any] = Field(default_factory=dict)
     model: Any = None
@@ -65,6 +66,14 @@ class _JobInput(BaseModel):
             if t <= 0:
                 raise ValueError(f"steps/s on {gpu!r} must be > 0, got {t}")
         return {k.lower(): float(t) for k, t in v.items()}
+
+    @field_validator("keep_when_shared", mode="before")
+    @classmethod
+    def _a_number(cls, v: Any) -> Any:
+        """A share is a number: ``true`` or ``"0.5"`` would pass as 1.0 and 0.5."""
+        if v is not None and (isinstance(v, bool) or not isinstance(v, int | float)):
+            raise ValueError(f"must be a number in (0, 1], got {v!r}")
+        return v
 
     @field_validator("entrypoint")
     @classmethod
@@ -165,6 +174,7 @@ def parse_job_spec(
         throughput=j.throughput,
         scaling=j.scaling,
         slo_s=j.slo_s,
+        keep_when_shared=j.keep_when_shared,
         arrival_s=j.arrival_s,
         entrypoint=j.entrypoint,
         config=config,

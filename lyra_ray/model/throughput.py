@@ -64,6 +64,11 @@ class CatalogueThroughputs(ThroughputModel):
     def pair_throughput(
         self, a: JobSpec, b: JobSpec, gpu_type: GpuType
     ) -> tuple[float, float] | None:
+        """What both specs declare (their owners know their code), else the catalogue's
+        measured pair of their job types."""
+        declared = self.declared_pair(a, b, gpu_type)
+        if declared is not None:
+            return declared
         if a.job_type is None or b.job_type is None:
             return None
         row = self.pairs.get((a.job_type, a.min_workers), {}).get(gpu_type, {})
@@ -244,9 +249,10 @@ class MeasuredThroughputs(ThroughputModel):
     def pair_throughput(
         self, a: JobSpec, b: JobSpec, gpu_type: GpuType
     ) -> tuple[float, float] | None:
-        """The seed's pair rates, each side replaced by what was measured beside that
-        very partner. A pair the seed does not know is offered only once both sides were
-        measured together: a guess would let a packed policy pair anything."""
+        """The seed's pair rates (the catalogue's, or what both specs declare), each side
+        replaced by what was measured beside that very partner. A pair the seed does not
+        know is offered only once both sides were measured together: a guess would let
+        a packed policy pair anything."""
         seeded = self.seed.pair_throughput(a, b, gpu_type)
         ma = self.measured_pairs.get((a.name, b.name, gpu_type))
         mb = self.measured_pairs.get((b.name, a.name, gpu_type))

@@ -57,6 +57,12 @@ class JobSpec:
     entrypoint: str | None = None
     config: Mapping[str, object] = field(default_factory=dict)
     throughput_by_size: Mapping[GpuType, Mapping[int, float]] | None = None
+    keep_when_shared: float | None = None
+    """The share (0, 1] of its speed alone the job keeps while it shares its GPUs with
+    another (Gavel's space sharing), as its owner expects it; ``None``: unknown. A pair
+    of two jobs that both declare one is offered to packed policies at those shares
+    (else only the catalogue's job types are), and the live scheduler replaces each
+    side with what it measures."""
 
     @property
     def elastic(self) -> bool:
@@ -200,15 +206,32 @@ class ThroughputModel:
     def pair_throughput(
         self, a: JobSpec, b: JobSpec, gpu_type: GpuType
     ) -> tuple[float, float] | None:
-        """Steps/s of ``a`` and ``b`` sharing the same GPUs, or ``None`` if they cannot."""
-        return None
+        """Steps/s of ``a`` and ``b`` sharing the same GPUs, or ``None`` if they cannot.
+        The base knows only what the two specs declare (:meth:`declared_pair`)."""
+        return self.declared_pair(a, b, gpu_type)
+
+    def declared_pair(
+        self, a: JobSpec, b: JobSpec, gpu_type: GpuType
+    ) -> tuple[float, float] | None:
+        """Each side's speed alone times the share it declares it keeps beside another
+        (``JobSpec.keep_when_shared``), when both declare one and have the same size (a
+        pair shares one gang of GPUs, worker for worker); else ``None``."""
+        ka, kb = a.keep_when_shared, b.keep_when_shared
+        if ka is None or kb is None or a.min_workers != b.min_workers:
+            return None
+        ta = self.throughput(a, gpu_type, a.min_workers)
+        tb = self.throughput(b, gpu_type, b.min_workers)
+        return (ta * ka, tb * kb) if ta > 0 and tb > 0 else None
 
     def pair_class(self, spec: JobSpec) -> Hashable | None:
         """A key shared by every spec this model gives the same rates, alone and beside
         any partner (``None``: the spec is its own class). Policies look pair rates up
         once per class instead of once per job pair, so the key must cover everything
-        the rates depend on: here the catalogue's (job type, scale factor)."""
-        return (spec.job_type, spec.min_workers) if spec.job_type else None
+        the rates depend on: here the catalogue's (job type, scale factor) and the
+        share the spec declares."""
+        if not spec.job_type:
+            return None
+        return (spec.job_type, spec.min_workers, spec.keep_when_shared)
 
     def observe(self, spec: JobSpec, gpu_type: GpuType, workers: int, steps_per_s: float) -> None:
         """A measured rate; a model that learns online keeps it (the base ignores it)."""

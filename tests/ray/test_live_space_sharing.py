@@ -1,22 +1,25 @@
 """Space sharing, live (Gavel's packed policies, #18): two jobs run on one GPU at once.
 
-One node with one (fake) V100, a packed policy and two jobs of a catalogue type that
-gains from sharing (``jobs/catalogue.py``: each keeps most of its speed beside the
-other). The policy pairs them; the runtime gives each run's worker half of the same GPU,
-pinned to the same node, and both step at the same time, which one GPU allows only
-shared. Both finish with exactly their steps.
+One node with one (fake) V100, a packed policy and two jobs of the user's own kind (no
+catalogue type) that each declare they keep 80 % of their speed beside another
+(``keep_when_shared``). The policy pairs them; the runtime gives each run's worker half
+of the same GPU, pinned to the same node, and both step at the same time, which one GPU
+allows only shared. Both finish with exactly their steps, and the scheduler has learnt
+each side's speed beside the other.
 
-Both jobs are of one type on purpose: max-min fairness then gives the pair the whole
+Both declare the same share on purpose: max-min fairness then gives the pair the whole
 GPU (X = 1, each job alone X = 0), so Gavel's rounds keep the pair until one finishes.
-Two types that keep different shares (a3c 0.8, recommendation 0.75) make the optimum
-give the weaker side ~5 % alone; Gavel's priority for an entry that has X > 0 and has
-received nothing is X * 1e9, so that job then runs a round alone, and each switch
-restarts both runs (a faithful, tested rule of the round mechanism, but a test that
-waits for an overlap window should not depend on how long the restarts take).
+Unequal shares (0.8 and 0.7) make the optimum give the weaker side some time alone;
+Gavel's priority for an entry that has X > 0 and has received nothing is X * 1e9, so
+that job then runs a round alone, and each switch restarts both runs (a faithful,
+tested rule of the round mechanism, but a test that waits for an overlap window should
+not depend on how long the restarts take).
 """
 
 from __future__ import annotations
 
+import json
+import sqlite3
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -41,25 +44,45 @@ pytestmark = [
 
 
 @pytest.fixture(scope="module")
-def client() -> Iterator[Any]:
+def live() -> Iterator[LiveCluster]:
     pytest.importorskip("ray")
-    live: LiveCluster = start_cluster((("v100", 1),))
+    cluster: LiveCluster = start_cluster((("v100", 1),))
     try:
-        yield scheduler_client(live, "max_min_fairness_packed", round_s=10.0, min_lease_s=10.0)
+        yield cluster
     finally:
-        stop_cluster(live)
+        stop_cluster(cluster)
+
+
+@pytest.fixture(scope="module")
+def client(live: LiveCluster) -> Any:
+    return scheduler_client(live, "max_min_fairness_packed", round_s=10.0, min_lease_s=10.0)
+
+
+def _learnt_pairs(live: LiveCluster) -> dict[tuple[str, str], float]:
+    """The pair rates the scheduler saved with its state (read-only, beside it)."""
+    db = sqlite3.connect(f"file:{live.workdir / 'state' / 'lyra.sqlite'}?mode=ro", uri=True)
+    try:
+        (raw,) = db.execute("SELECT value FROM kv WHERE key = 'state'").fetchone()
+    finally:
+        db.close()
+    rows = json.loads(raw)["core"]["throughputs"].get("pairs", [])
+    return {(a, b): float(v) for a, b, _g, v in rows}
 
 
 def _steps(log: Path) -> int:
     return sum(step_counts(log).values()) if log.exists() else 0
 
 
-def test_a_packed_policy_runs_two_jobs_on_one_gpu_at_once(client: Any, tmp_path: Path) -> None:
+def test_a_packed_policy_runs_two_jobs_on_one_gpu_at_once(
+    live: LiveCluster, client: Any, tmp_path: Path
+) -> None:
     total = 600
     cfg = {"step_sleep_s": 0.1, "checkpoint_every": 20}
     logs = {n: tmp_path / f"{n}.log" for n in ("left", "right")}
     specs = [
-        job(n, total, logs[n], workers=1, job_type="a3c", throughput={"v100": 1.0}, config=cfg)
+        job(
+            n, total, logs[n], workers=1, keep_when_shared=0.8, throughput={"v100": 1.0}, config=cfg
+        )
         for n in logs
     ]
     # The first job may start alone (an idle cluster starts a round at once); the pair
@@ -92,3 +115,6 @@ def test_a_packed_policy_runs_two_jobs_on_one_gpu_at_once(client: Any, tmp_path:
     launches = client.call("launches")
     for x, y in ((a, b), (b, a)):
         assert any(p["partner"] == y for _t, j, _g, p in launches if j == x), launches
+    # each side's speed beside the other was measured (sleep-bound here: ~10 steps/s)
+    learnt = _learnt_pairs(live)
+    assert learnt.get(("left", "right"), 0) > 1 and learnt.get(("right", "left"), 0) > 1, learnt
