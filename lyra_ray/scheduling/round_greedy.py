@@ -94,21 +94,13 @@ def greedy(
     A type ranks only the entries still unplaced when its turn comes: the others would
     be skipped anyway, and the sort is stable, so the outcome is the same as ranking all.
     """
-    out = _pin(pinned, prev, active)
     left = {g: c for g, c in gpus.items() if c > 0}
-    counted: set[JobId] = set()
-    for jid, a in list(out.items()):
-        if jid in counted or jid not in out:  # counted with its partner, or dropped with it
-            continue
-        if left.get(a.gpu_type, 0) < a.workers:
-            del out[jid]
-            if a.partner is not None:
-                out.pop(a.partner, None)
-            continue
-        left[a.gpu_type] -= a.workers
-        counted.add(jid)
-        if a.partner is not None:
-            counted.add(a.partner)  # a pair shares its GPUs: count them once
+    out: dict[JobId, Assignment] = {}
+    for group in _pinned_groups(pinned, prev, active):
+        a = next(iter(group.values()))  # a pair's members hold the same GPUs: count once
+        if left.get(a.gpu_type, 0) >= a.workers:
+            out.update(group)
+            left[a.gpu_type] -= a.workers
     left = {g: c for g, c in left.items() if c > 0}
     singles = all(r[0] in active for r in rows)  # no pairs: a key is placed iff in ``out``
     held: set[JobId] = set()  # unallocated jobs taken this round (they do not run)
@@ -167,12 +159,12 @@ def greedy(
     return out
 
 
-def _pin(
+def _pinned_groups(
     pinned: Mapping[JobId, Assignment],
     prev: Mapping[JobId, Assignment],
     active: Mapping[JobId, JobView],
-) -> dict[JobId, Assignment]:
-    """The pinned jobs that are active, each space-sharing pair whole.
+) -> list[dict[JobId, Assignment]]:
+    """The active pinned jobs, one group per job, a space-sharing pair as one group.
 
     A pinned job whose last assignment names a partner keeps that partner with it (when
     the partner is active and its own assignment names the job back, on the same type):
@@ -180,20 +172,22 @@ def _pin(
     on the whole GPU), i.e. restart the very run the lease protects. A partner that no
     longer pairs back leaves the pinned job to run alone.
     """
-    out: dict[JobId, Assignment] = {}
+    groups: list[dict[JobId, Assignment]] = []
+    seen: set[JobId] = set()
     for jid, a in pinned.items():
-        if jid not in active or jid in out:
+        if jid not in active or jid in seen:
             continue
+        seen.add(jid)
         p = a.partner
+        pa = prev.get(p) if p is not None else None
         if p is None:
-            out[jid] = a
-            continue
-        pa = pinned.get(p) or prev.get(p)
-        if p in active and pa is not None and pa.partner == jid and pa.gpu_type == a.gpu_type:
-            out[jid], out[p] = a, pa
+            groups.append({jid: a})
+        elif p in active and pa is not None and pa.partner == jid and pa.gpu_type == a.gpu_type:
+            seen.add(p)
+            groups.append({jid: a, p: pa})
         else:
-            out[jid] = Assignment(gpu_type=a.gpu_type, workers=a.workers)
-    return out
+            groups.append({jid: Assignment(gpu_type=a.gpu_type, workers=a.workers)})
+    return groups
 
 
 def _placed(

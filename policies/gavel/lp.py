@@ -12,6 +12,9 @@ space-sharing policies — then any extra scalar columns (the max-min level ``t`
 
 from __future__ import annotations
 
+import ctypes
+import os
+import sys
 import threading
 from dataclasses import dataclass
 from typing import Any
@@ -137,10 +140,6 @@ def new_highs() -> Any:
 
 
 def _first_highs() -> Any:
-    import ctypes
-    import os
-    import sys
-
     try:
         sys.stdout.flush()
         saved, null = os.dup(1), os.open(os.devnull, os.O_WRONLY)
