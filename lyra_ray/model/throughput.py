@@ -38,10 +38,14 @@ class CatalogueThroughputs(ThroughputModel):
         alone: Mapping[TypeKey, Mapping[GpuType, float]],
         pairs: Mapping[TypeKey, Mapping[GpuType, Mapping[TypeKey, tuple[float, float]]]]
         | None = None,
+        predicted: frozenset[tuple[GpuType, TypeKey, TypeKey]] = frozenset(),
     ) -> None:
         self.alone = {k: dict(v) for k, v in alone.items()}
         self.pairs = pairs or {}
         self.job_types = frozenset(k[0] for k in self.alone)
+        self.predicted = predicted
+        """(GPU type, job, partner) entries of :attr:`pairs` that a predictor filled in
+        (:mod:`lyra_ray.model.interference`) rather than a profiler measured."""
 
     def gpu_types(self) -> set[GpuType]:
         return {g for v in self.alone.values() for g in v}
@@ -109,11 +113,16 @@ def load_gavel_throughputs(path: str | Path) -> CatalogueThroughputs:
         raise InputError(f"{p}: cannot read throughputs file: not UTF-8 ({e.reason})") from None
     except json.JSONDecodeError as e:
         raise InputError(f"{p}: line {e.lineno}: not valid JSON: {e.msg}") from e
-    if not isinstance(raw, dict) or not all(isinstance(t, dict) for t in raw.values()):
+    if not isinstance(raw, dict):
+        raise InputError(f"{p}: expected {{GPU type: {{job key: {{partner: throughput}}}}}}")
+    predicted = _predicted(p, raw.get("predicted", []))
+    _spread(p, raw.get("spread", {}))
+    tables = {g: t for g, t in raw.items() if g not in EXTRA_KEYS}
+    if not all(isinstance(t, dict) for t in tables.values()):
         raise InputError(f"{p}: expected {{GPU type: {{job key: {{partner: throughput}}}}}}")
     alone: dict[TypeKey, dict[GpuType, float]] = {}
     pairs: dict[TypeKey, dict[GpuType, dict[TypeKey, tuple[float, float]]]] = {}
-    for gpu, table in raw.items():
+    for gpu, table in tables.items():
         if gpu.endswith("_unconsolidated"):
             continue
         for key, entry in table.items():
@@ -130,7 +139,56 @@ def load_gavel_throughputs(path: str | Path) -> CatalogueThroughputs:
             prow = pairs.setdefault(tk, {}).setdefault(gpu, {})
             for other, val in rates.items():
                 prow[_parse_key(other)] = val
-    return CatalogueThroughputs(alone, pairs)
+    return CatalogueThroughputs(alone, pairs, predicted)
+
+
+EXTRA_KEYS = frozenset({"provenance", "spread", "predicted"})
+"""Optional top-level keys beside the GPU types (``lyra profile`` writes them): where the
+figures came from, the relative spread of each, and which pair entries were predicted.
+Gavel's own files have none of them."""
+
+
+def _predicted(p: Path, raw: Any) -> frozenset[tuple[GpuType, TypeKey, TypeKey]]:
+    """``[[gpu type, job key, partner key], ...]``, else an InputError naming the entry."""
+    from lyra_ray.model.errors import InputError
+
+    if not isinstance(raw, list):
+        raise InputError(f"{p}: field 'predicted': expected a list of [GPU type, job, partner]")
+    out = set()
+    for i, item in enumerate(raw):
+        try:
+            if not isinstance(item, list) or len(item) != 3 or not isinstance(item[0], str):
+                raise TypeError("not [GPU type, job, partner]")
+            out.add((item[0], _parse_key(str(item[1])), _parse_key(str(item[2]))))
+        except (ValueError, SyntaxError, TypeError, RecursionError):
+            raise InputError(
+                f"{p}: field 'predicted[{i}]': expected [GPU type, job key, partner key]"
+            ) from None
+    return frozenset(out)
+
+
+def _spread(p: Path, raw: Any) -> None:
+    """``{gpu: {job key: {"null": s, partner: [s, s]}}}`` of finite numbers >= 0: read by
+    people and ``lyra profile``; checked so a damaged file is refused, not half-read."""
+    from lyra_ray.model.errors import InputError
+
+    def ok(v: Any) -> bool:
+        vals = v if isinstance(v, list) else [v]
+        return all(
+            isinstance(x, int | float) and not isinstance(x, bool) and math.isfinite(x) and x >= 0
+            for x in vals
+        )
+
+    if not isinstance(raw, dict) or not all(
+        isinstance(t, dict) and all(isinstance(e, dict) for e in t.values()) for t in raw.values()
+    ):
+        raise InputError(f"{p}: field 'spread': expected {{GPU type: {{job: {{partner: spread}}}}}}")
+    for gpu, table in raw.items():
+        for key, entry in table.items():
+            if not all(ok(v) for v in entry.values()):
+                raise InputError(
+                    f"{p}: field 'spread.{gpu}.{key}': spreads are finite numbers >= 0"
+                )
 
 
 def _rates(entry: Any) -> dict[str, tuple[float, float]]:

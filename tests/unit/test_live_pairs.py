@@ -23,7 +23,8 @@ def test_every_catalogue_pair_is_seeded_below_its_alone_rates() -> None:
             for g, alone in CATALOGUE[a].items():
                 ja, jb = job("x", job_type=a), job("y", job_type=b)
                 pa, pb = model.pair_throughput(ja, jb, g)  # type: ignore[misc]
-                assert 0 < pa < alone and 0 < pb < CATALOGUE[b][g]
+                # measured (h200) pairs are clipped to the rate alone; estimates are below it
+                assert 0 < pa <= alone and 0 < pb <= CATALOGUE[b][g]
                 assert (pa, pb) == pair_rates(a, b, g)
 
 

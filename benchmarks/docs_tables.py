@@ -1,0 +1,84 @@
+"""Tables of measured numbers in ``docs/``, each rendered from its results JSON.
+
+Why one registry: a number typed into a doc drifts from the run that produced it. Each
+table here lives in its doc between ``<!-- NAME -->`` and ``<!-- /NAME -->`` markers and is
+rewritten from ``benchmarks/results/*.json`` by its ``render`` function;
+``tests/unit/test_docs_tables.py`` fails when a doc no longer equals its rendering.
+
+Rewrite every table: ``.venv/bin/python -m benchmarks.docs_tables``.
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+import re
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@dataclass(frozen=True)
+class Table:
+    marker: str
+    """``<!-- marker -->`` ... ``<!-- /marker -->`` in the doc."""
+    doc: str
+    """The doc, relative to the repository root."""
+    results: str
+    """The results JSON, relative to the repository root."""
+    render: str
+    """``module:function`` taking the parsed JSON and returning the table's markdown."""
+
+    def rendered(self) -> str:
+        mod, fn = self.render.split(":")
+        data: Any = json.loads((ROOT / self.results).read_text())
+        text: str = getattr(importlib.import_module(mod), fn)(data)
+        return text.strip("\n")
+
+    def current(self) -> str | None:
+        """The text between the doc's markers, or None when the markers are missing."""
+        m = _pattern(self.marker).search((ROOT / self.doc).read_text())
+        return None if m is None else m.group(2).strip("\n")
+
+    def write(self) -> bool:
+        """Put the rendering between the markers; True if the doc changed."""
+        path = ROOT / self.doc
+        text = path.read_text()
+        new, n = _pattern(self.marker).subn(
+            lambda m: f"{m.group(1)}\n{self.rendered()}\n{m.group(3)}", text
+        )
+        if n != 1:
+            raise SystemExit(f"{self.doc}: expected one <!-- {self.marker} --> block, found {n}")
+        if new != text:
+            path.write_text(new)
+        return new != text
+
+
+def _pattern(marker: str) -> re.Pattern[str]:
+    m = re.escape(marker)
+    return re.compile(rf"(<!-- {m} -->)(.*?)(<!-- /{m} -->)", re.S)
+
+
+TABLES: tuple[Table, ...] = (
+    Table(
+        "h200-catalogue",
+        "docs/profiling.md",
+        "lyra_ray/model/data/h200_throughputs.json",
+        "benchmarks._profiling_tables:h200_table",
+    ),
+)
+"""Every rendered table. Add a row when a doc gains one."""
+
+
+def main() -> int:
+    for t in TABLES:
+        if t.write():
+            sys.stderr.write(f"updated {t.doc} <!-- {t.marker} -->\n")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
