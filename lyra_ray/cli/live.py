@@ -28,6 +28,11 @@ def register(sub: Any) -> None:
     p.add_argument("--config", help="cluster.yaml (its `lyra:` section configures the scheduler)")
     p.add_argument("--policy", help="override the policy of the lyra section")
     p.add_argument("--round-seconds", type=float, help="override round_s")
+    p.add_argument(
+        "--throughputs",
+        metavar="FILE",
+        help="a throughput table (lyra profile's JSON) that seeds the scheduler's model",
+    )
     p.add_argument("--dir", default=None, help="where lyra keeps its PIDs/state (default ~/.lyra)")
     p.add_argument(
         "--prometheus", action="store_true", help="also start Prometheus scraping the cluster"
@@ -346,6 +351,8 @@ def _up(args: argparse.Namespace) -> int:
         overrides["policy"] = args.policy
     if args.round_seconds:
         overrides["round_s"] = args.round_seconds
+    if args.throughputs:
+        overrides["throughputs"] = args.throughputs
     if args.inference and not args.local:
         raise InputError("up: --inference needs --local")
     info = up(

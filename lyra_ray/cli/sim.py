@@ -115,6 +115,8 @@ def load_workload(
         if path is None:
             raise InputError("--throughputs: a Gavel trace needs Gavel's throughput JSON")
         model = load_gavel_throughputs(path)
+        if fmt != "gavel":  # a profiled table for a job list: the catalogue's types stay
+            model = catalogue_throughputs().overlay(model)
     else:
         model = catalogue_throughputs()
     job_types = model.job_types  # type: ignore[attr-defined]

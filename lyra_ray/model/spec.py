@@ -39,6 +39,10 @@ class _JobInput(BaseModel):
     user: str = "default"
     priority_weight: float = Field(default=1.0, gt=0)
     job_type: str | None = None
+    profile: str | None = Field(default=None, min_length=1)
+    """The entry of the scheduler's throughput table that ``lyra profile`` measured this
+    job under (its name in the profiled job file): a user's own job then uses measured
+    rates, alone and in pairs, like a catalogue job type."""
     throughput: dict[str, float] | None = None
     scaling: str = "linear"
     slo_s: float | None = Field(default=None, gt=0)
@@ -103,10 +107,14 @@ class _JobInput(BaseModel):
         hi = self.workers or self.max_workers or lo
         if lo > hi:
             raise ValueError(f"min_workers ({lo}) > max_workers ({hi})")
-        given = [k for k in ("throughput", "job_type", "model") if getattr(self, k) is not None]
+        if self.profile is not None and self.job_type is not None:
+            raise ValueError("give 'profile' or 'job_type', not both: each names a table entry")
+        kinds = ("throughput", "job_type", "profile", "model")
+        given = [k for k in kinds if getattr(self, k) is not None]
         if not given:
             raise ValueError(
-                "give 'throughput' (steps/s per worker per GPU type), 'job_type' or 'model'"
+                "give 'throughput' (steps/s per worker per GPU type), 'job_type', 'profile' "
+                "or 'model'"
             )
         if "model" in given and len(given) > 1:
             raise ValueError(f"give 'model' or {given[0]!r}, not both: the planner sets throughput")
@@ -153,6 +161,15 @@ def parse_job_spec(
         and j.job_type not in set(known_job_types)
     ):
         raise InputError(f"{source}: field 'job_type': unknown job type {j.job_type!r}")
+    if (
+        known_job_types is not None
+        and j.profile is not None
+        and j.profile not in set(known_job_types)
+    ):
+        raise InputError(
+            f"{source}: field 'profile': the throughput table has no entry {j.profile!r} "
+            "(measure it with 'lyra profile run', seed it with 'lyra up --throughputs')"
+        )
     if known_curves is not None and j.scaling not in set(known_curves):
         raise InputError(
             f"{source}: field 'scaling': unknown curve {j.scaling!r}; known: {sorted(known_curves)}"
@@ -170,7 +187,7 @@ def parse_job_spec(
         max_workers=hi,
         user=j.user,
         priority_weight=j.priority_weight,
-        job_type=j.job_type,
+        job_type=j.profile or j.job_type,  # a profiled job is looked up like a job type
         throughput=j.throughput,
         scaling=j.scaling,
         slo_s=j.slo_s,

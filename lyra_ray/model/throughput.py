@@ -39,6 +39,7 @@ class CatalogueThroughputs(ThroughputModel):
         pairs: Mapping[TypeKey, Mapping[GpuType, Mapping[TypeKey, tuple[float, float]]]]
         | None = None,
         predicted: frozenset[tuple[GpuType, TypeKey, TypeKey]] = frozenset(),
+        estimated: frozenset[GpuType] = frozenset(),
     ) -> None:
         self.alone = {k: dict(v) for k, v in alone.items()}
         self.pairs = pairs or {}
@@ -46,6 +47,38 @@ class CatalogueThroughputs(ThroughputModel):
         self.predicted = predicted
         """(GPU type, job, partner) entries of :attr:`pairs` that a predictor filled in
         (:mod:`lyra_ray.model.interference`) rather than a profiler measured."""
+        self.estimated = estimated
+        """GPU types whose pair entries are estimates (the catalogue's seeds)."""
+
+    def pair_rank(self, gpu: GpuType, a: TypeKey, b: TypeKey) -> int:
+        """How much a pair entry is to be believed: 2 measured, 1 predicted from other
+        pairs, 0 an estimate. :meth:`overlay` keeps the better of two."""
+        if gpu in self.estimated:
+            return 0
+        return 1 if (gpu, a, b) in self.predicted else 2
+
+    def overlay(self, top: CatalogueThroughputs) -> CatalogueThroughputs:
+        """This table with ``top``'s entries laid over it: ``top``'s rates alone replace
+        these; a pair entry is taken from whichever table believes it more (measured over
+        predicted over estimated, ``top`` on a tie). So a profiled table seeds the live
+        scheduler without a predicted pair hiding one the catalogue measured."""
+        alone = {k: dict(v) for k, v in self.alone.items()}
+        for k, rates in top.alone.items():
+            alone.setdefault(k, {}).update(rates)
+        pairs = {k: {g: dict(r) for g, r in v.items()} for k, v in self.pairs.items()}
+        predicted = set(self.predicted)
+        estimated = set(self.estimated) - set(top.gpu_types())
+        for a, by_gpu in top.pairs.items():
+            for g, row in by_gpu.items():
+                dest = pairs.setdefault(a, {}).setdefault(g, {})
+                for b, val in row.items():
+                    mine = self.pair_rank(g, a, b) if b in dest else -1
+                    if top.pair_rank(g, a, b) >= mine:
+                        dest[b] = val
+                        predicted.discard((g, a, b))
+                        if (g, a, b) in top.predicted:
+                            predicted.add((g, a, b))
+        return CatalogueThroughputs(alone, pairs, frozenset(predicted), frozenset(estimated))
 
     def gpu_types(self) -> set[GpuType]:
         return {g for v in self.alone.values() for g in v}
@@ -102,17 +135,31 @@ def load_gavel_throughputs(path: str | Path) -> CatalogueThroughputs:
     ``*_unconsolidated`` GPU types are measurements of spread-out placements that Gavel's
     simulator does not use; they are skipped.
     """
+    return parse_gavel_throughputs(read_throughputs_json(path), str(path))
+
+
+def read_throughputs_json(path: str | Path) -> Any:
+    """The file's JSON, or an InputError naming the file (unreadable, not UTF-8, not JSON)."""
     from lyra_ray.model.errors import InputError
 
     p = Path(path)
     try:
-        raw = json.loads(p.read_text())
+        return json.loads(p.read_text())
     except OSError as e:
         raise InputError(f"{p}: cannot read throughputs file: {e.strerror}") from e
     except UnicodeDecodeError as e:
         raise InputError(f"{p}: cannot read throughputs file: not UTF-8 ({e.reason})") from None
     except json.JSONDecodeError as e:
         raise InputError(f"{p}: line {e.lineno}: not valid JSON: {e.msg}") from e
+
+
+def parse_gavel_throughputs(raw: Any, source: str) -> CatalogueThroughputs:
+    """A parsed throughput JSON (see :func:`load_gavel_throughputs`) checked entry by
+    entry; ``source`` names it in errors (a file, or ``lyra config: field 'throughputs'``).
+    The one parser of this input, for a file and for a table sent in a config alike."""
+    from lyra_ray.model.errors import InputError
+
+    p = source
     if not isinstance(raw, dict):
         raise InputError(f"{p}: expected {{GPU type: {{job key: {{partner: throughput}}}}}}")
     predicted = _predicted(p, raw.get("predicted", []))
@@ -148,7 +195,7 @@ figures came from, the relative spread of each, and which pair entries were pred
 Gavel's own files have none of them."""
 
 
-def _predicted(p: Path, raw: Any) -> frozenset[tuple[GpuType, TypeKey, TypeKey]]:
+def _predicted(p: str, raw: Any) -> frozenset[tuple[GpuType, TypeKey, TypeKey]]:
     """``[[gpu type, job key, partner key], ...]``, else an InputError naming the entry."""
     from lyra_ray.model.errors import InputError
 
@@ -167,7 +214,7 @@ def _predicted(p: Path, raw: Any) -> frozenset[tuple[GpuType, TypeKey, TypeKey]]
     return frozenset(out)
 
 
-def _spread(p: Path, raw: Any) -> None:
+def _spread(p: str, raw: Any) -> None:
     """``{gpu: {job key: {"null": s, partner: [s, s]}}}`` of finite numbers >= 0: read by
     people and ``lyra profile``; checked so a damaged file is refused, not half-read."""
     from lyra_ray.model.errors import InputError
@@ -182,7 +229,7 @@ def _spread(p: Path, raw: Any) -> None:
     if not isinstance(raw, dict) or not all(
         isinstance(t, dict) and all(isinstance(e, dict) for e in t.values()) for t in raw.values()
     ):
-        raise InputError(f"{p}: field 'spread': expected {{GPU type: {{job: {{partner: spread}}}}}}")
+        raise InputError(f"{p}: field 'spread': expected {{GPU type: {{job: {{partner: x}}}}}}")
     for gpu, table in raw.items():
         for key, entry in table.items():
             if not all(ok(v) for v in entry.values()):
@@ -207,14 +254,15 @@ def _rates(entry: Any) -> dict[str, tuple[float, float]]:
 
 def catalogue_throughputs() -> CatalogueThroughputs:
     """The workload catalogue the project ships (see :mod:`jobs.catalogue`)."""
-    from jobs.catalogue import CATALOGUE, pair_rates
+    from jobs.catalogue import CATALOGUE, MEASURED_GPU_TYPES, pair_rates
 
     alone = {(name, 1): dict(t) for name, t in CATALOGUE.items()}
     pairs = {
         (a, 1): {g: {(b, 1): pair_rates(a, b, g) for b in CATALOGUE} for g in CATALOGUE[a]}
         for a in CATALOGUE
     }
-    return CatalogueThroughputs(alone, pairs)
+    estimated = {g for t in CATALOGUE.values() for g in t} - MEASURED_GPU_TYPES
+    return CatalogueThroughputs(alone, pairs, estimated=frozenset(estimated))
 
 
 MAX_MEASURED = 1024

@@ -9,6 +9,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from lyra_ray.model.errors import InputError
+from lyra_ray.model.throughput import (
+    CatalogueThroughputs,
+    parse_gavel_throughputs,
+    read_throughputs_json,
+)
 
 
 @dataclass(frozen=True)
@@ -46,6 +51,17 @@ class SchedulerConfig:
     """How long a submitted job's entrypoint may take to import (in a short-lived task
     with the job's runtime env, first setup included) before the job is refused."""
 
+    throughputs: Any = None
+    """A throughput table laid over the catalogue (Gavel's JSON, as ``lyra profile``
+    writes it): a file's path, read where the config is read, or the table itself. The
+    scheduler saves it with its state, so a restart decides from the same table."""
+
+    def throughput_table(self) -> CatalogueThroughputs | None:
+        """The checked table of :attr:`throughputs`, or None."""
+        if self.throughputs is None:
+            return None
+        return parse_gavel_throughputs(self.throughputs, "lyra config: field 'throughputs'")
+
     @classmethod
     def from_dict(cls, raw: Mapping[str, Any] | None) -> SchedulerConfig:
         raw = dict(raw or {})
@@ -53,6 +69,14 @@ class SchedulerConfig:
         unknown = sorted(map(str, set(raw) - known))  # YAML keys may be ints: sort as text
         if unknown:
             raise InputError(f"lyra config: unknown field(s) {unknown}; known: {sorted(known)}")
+        table = raw.get("throughputs")
+        if isinstance(table, str):  # a path: the table travels, not the name of a file
+            try:
+                raw["throughputs"] = read_throughputs_json(table)
+            except InputError as e:
+                raise InputError(f"lyra config: field 'throughputs': {e}") from None
+        elif table is not None and not isinstance(table, dict):
+            raise InputError("lyra config: field 'throughputs': a file's path or a table")
         try:
             cfg = cls(**raw)
             positive = ("round_s", "period_s", "grace_s", "entrypoint_check_s")
@@ -81,6 +105,7 @@ class SchedulerConfig:
                 raise ValueError(f"field 'serve_port' must be a port number, got {port!r}")
         except (TypeError, ValueError) as e:
             raise InputError(f"lyra config: {e}") from None
+        cfg.throughput_table()  # refused here, naming the entry, not in the actor
         return cfg
 
 

@@ -58,6 +58,10 @@ def lyra_section(config_path: str | None) -> dict[str, Any]:
     section = doc.get("lyra", meta.get("lyra", {}) if isinstance(meta, dict) else {})
     if not isinstance(section, dict):
         raise InputError(f"{config_path}: field 'metadata.lyra': must be a mapping")
+    table = section.get("throughputs")
+    if isinstance(table, str) and not Path(table).is_absolute():
+        # a table named beside the cluster.yaml, as its other files are
+        section = {**section, "throughputs": str(Path(config_path).parent / table)}
     return section
 
 
@@ -239,7 +243,7 @@ def _up(
         p = prom.start(prom.session_dir(), h / "prometheus", port)
         info["pids"].append(p.pid)
         _save(h, info)
-    info["config"] = vars(cfg)
+    info["config"] = {k: v for k, v in vars(cfg).items() if k != "throughputs"}
     _save(h, info)
     ray.shutdown()
     return info

@@ -34,7 +34,12 @@ import ray
 from lyra_ray import model as m
 from lyra_ray.model.errors import InputError
 from lyra_ray.model.state import JobState, spec_from_dict, spec_to_dict
-from lyra_ray.model.throughput import MeasuredThroughputs, catalogue_throughputs
+from lyra_ray.model.throughput import (
+    CatalogueThroughputs,
+    MeasuredThroughputs,
+    catalogue_throughputs,
+    parse_gavel_throughputs,
+)
 from lyra_ray.runtime.archive import JobArchive, describe, hand_out_terminal
 from lyra_ray.runtime.auth import Users
 from lyra_ray.runtime.boundary import Boundary, JobMeta, check_origin, owned
@@ -69,7 +74,7 @@ class GlobalScheduler(SchedulerViews):
         self._kept_at = 0.0
         self.lock = threading.RLock()
         self.wake = threading.Event()
-        self.throughputs = MeasuredThroughputs(catalogue_throughputs())
+        self.throughputs = MeasuredThroughputs(self._seed())
         policy = get_policy(self.cfg.policy, **self.cfg.policy_args)
         self.metrics = SchedulerMetrics() if self.cfg.metrics else None
         self.core = SchedulerCore(
@@ -127,6 +132,18 @@ class GlobalScheduler(SchedulerViews):
         self._save([])
         self._stopped = False
         threading.Thread(target=self._loop, name="lyra-loop", daemon=True).start()
+
+    def _seed(self) -> CatalogueThroughputs:
+        """The catalogue, with the configured throughput table over it (saved, so a
+        restarted scheduler that is given none decides from the same table)."""
+        if self.cfg.throughputs is not None:
+            self.store.save_seed(self.cfg.throughputs)
+        raw = self.store.seed()
+        if raw is None:
+            return catalogue_throughputs()
+        table = parse_gavel_throughputs(raw, "the saved throughput table")
+        log.info("throughput table: %d job entries over the catalogue", len(table.alone))
+        return catalogue_throughputs().overlay(table)
 
     # ------------------------------------------------------------------ the loop
 

@@ -240,6 +240,20 @@ class StateStore:
             ).fetchone()
         return (str(row[0]), bool(row[1]), bytes(row[2]), bytes(row[3])) if row else None
 
+    def save_seed(self, table: dict[str, Any]) -> None:
+        """The throughput table the scheduler was seeded with (``lyra up --throughputs``):
+        written once, apart from the per-cycle state, so a restart that is given no table
+        decides from the same one and no cycle pays for writing it again."""
+        blob = json.dumps(table, sort_keys=True)
+        with self._write():
+            self._db.execute("INSERT OR REPLACE INTO kv VALUES ('throughputs', ?)", (blob,))
+
+    def seed(self) -> dict[str, Any] | None:
+        """The table :meth:`save_seed` kept, or None."""
+        with self._lock:
+            row = self._db.execute("SELECT value FROM kv WHERE key = 'throughputs'").fetchone()
+        return json.loads(row[0]) if row else None
+
     def load(self) -> dict[str, Any] | None:
         with self._lock:
             row = self._db.execute("SELECT value FROM kv WHERE key = 'state'").fetchone()

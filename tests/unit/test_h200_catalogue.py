@@ -22,7 +22,7 @@ def test_the_packaged_table_says_where_it_came_from() -> None:
     assert prov["source"] == "measured" and "H200" in prov["gpu"]
     assert prov["measured"].startswith("2026-11-26")
     assert set(prov["jobs"]) == set(ESTIMATED)  # every catalogue type was measured
-    assert MEASURED_GPU_TYPES == {"h200"}
+    assert {"h200"} == MEASURED_GPU_TYPES
 
 
 @pytest.mark.data
@@ -35,8 +35,12 @@ def test_the_packaged_table_equals_the_measurements() -> None:
     for p in raw["pairs"]:
         a, b = p["a"], p["b"]
         pa, pb = pair_rates(a, b, "h200")
-        assert pa == pytest.approx(min(statistics.fmean(p["steps_per_s_a"]), CATALOGUE[a]["h200"]), abs=1e-3)
-        assert pb == pytest.approx(min(statistics.fmean(p["steps_per_s_b"]), CATALOGUE[b]["h200"]), abs=1e-3)
+        assert pa == pytest.approx(
+            min(statistics.fmean(p["steps_per_s_a"]), CATALOGUE[a]["h200"]), abs=1e-3
+        )
+        assert pb == pytest.approx(
+            min(statistics.fmean(p["steps_per_s_b"]), CATALOGUE[b]["h200"]), abs=1e-3
+        )
 
 
 def test_h200_pairs_are_measured_per_pair_not_per_type() -> None:
