@@ -26,6 +26,7 @@ _GROUPS = (
     "lyra_ray.cli.serve",
     "lyra_ray.cli.dashboard",
     "lyra_ray.cli.plan",
+    "lyra_ray.cli.profile",
     "moe_serving.cli",
 )
 

@@ -35,6 +35,8 @@ import torch
 import torch.distributed as dist
 
 from lyra_ray.model.mixed import BATCH_SHARES_KEY, worker_share
+from lyra_ray.profiling.core import PROFILE_KEY
+from lyra_ray.profiling.meter import active as active_measurement
 from lyra_ray.runtime.inventory import GPU_TYPE_LABEL
 from lyra_ray.runtime.names import CONTROL_ACTOR, NAMESPACE
 from lyra_ray.train.storage import STATE_FILE, newest_checkpoint, read_step
@@ -67,16 +69,24 @@ class StepLoop:
 
     def __init__(self, config: Mapping[str, Any]) -> None:
         self.config = config
-        self.total_steps = int(config["total_steps"])
+        self.profile: Mapping[str, Any] | None = config.get(PROFILE_KEY)
+        """Profile mode (``lyra profile`` measures this loop): no checkpoint, no control
+        plane; the loop runs until the measurement (:mod:`lyra_ray.profiling.meter`)
+        has converged."""
+        self.total_steps = int(config["total_steps"]) if not self.profile else 2**62
         self.checkpoint_every = max(1, int(config.get("checkpoint_every", 20)))
-        self.job_id: str | None = config.get("lyra_job_id")
+        self.job_id: str | None = None if self.profile else config.get("lyra_job_id")
         self.generation = int(config.get("lyra_generation", 0))
         self.step = 0
         self.stopped = False
         self._saved_step = -1
-        ctx = ray.train.get_context()
-        self.rank = ctx.get_world_rank()
-        self.world = ctx.get_world_size()
+        if self.profile and not self.profile.get("in_train"):
+            self.rank, self.world = 0, 1  # one process of the profiler's, outside Train
+        else:
+            ctx = ray.train.get_context()
+            self.rank = ctx.get_world_rank()
+            self.world = ctx.get_world_size()
+        self._measure = active_measurement() if self.profile and self.rank == 0 else None
         self._control = self._find_control() if self.job_id and self.rank == 0 else None
         self._last_poll = 0.0
         self._last_report = 0.0
@@ -109,6 +119,8 @@ class StepLoop:
     def _stop_requested(self) -> bool:
         """Rank 0 asks the control actor (at most every 0.2 s); all ranks agree via gloo."""
         flag = 0
+        if self._measure is not None:
+            flag = int(self._measure(self.step))
         if self._control is not None and time.monotonic() - self._last_poll > 0.2:
             self._last_poll = time.monotonic()
             try:
@@ -165,6 +177,8 @@ class StepLoop:
 
     def restore(self) -> dict[str, Any] | None:
         """Load the newest checkpoint (Ray Train's or the runtime's hint); None if none."""
+        if self.profile:
+            return None
         candidates: list[ray.train.Checkpoint] = []
         ckpt = ray.train.get_checkpoint()
         if ckpt is not None:
@@ -191,7 +205,7 @@ class StepLoop:
 
     def save(self, state: Mapping[str, Any]) -> None:
         """All ranks call this (Ray Train's report is collective); rank 0 writes."""
-        if self.step == self._saved_step:
+        if self.step == self._saved_step or self.profile:
             return
         self._saved_step = self.step
         metrics = {**self.metrics, "step": self.step, "lyra_generation": self.generation}
