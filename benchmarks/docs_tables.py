@@ -69,6 +69,12 @@ TABLES: tuple[Table, ...] = (
         "lyra_ray/model/data/h200_throughputs.json",
         "benchmarks._profiling_tables:h200_table",
     ),
+    Table(
+        "packing-h200",
+        "docs/gavel.md",
+        "benchmarks/results/packing_h200.json",
+        "benchmarks._packing_table:render",
+    ),
 )
 """Every rendered table. Add a row when a doc gains one."""
 
