@@ -240,6 +240,7 @@ def job_row(r: dict[str, Any]) -> dict[str, Any]:
         "ray_job": r.get("ray_job"),
         "queued_s": r.get("queued_s"),
         "reason": r.get("reason"),
+        "last_restart": r.get("last_restart"),
     }
 
 

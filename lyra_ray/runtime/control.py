@@ -55,11 +55,16 @@ class RunControl:
         r = self.records.get(job_id)
         if r is None:
             return False
-        return bool(r["generation"] > generation or r["stop"])
+        stop = bool(r["generation"] > generation or r["stop"])
+        if stop and r["generation"] == generation and r.get("stop_seen") is None:
+            r["stop_seen"] = time.time()  # the loop saw it: a resize's first phase ends
+        return stop
 
     def progress(self, job_id: str, generation: int, steps: float, sps: float | None) -> None:
         r = self._rec(job_id, generation)
         if r is not None and r["outcome"] is None:
+            if r.get("first_step") is None:
+                r["first_step"] = time.time()
             r["steps"] = max(r["steps"], float(steps))
             if sps:
                 r["steps_per_s"] = float(sps)
@@ -71,6 +76,7 @@ class RunControl:
         r = self._rec(job_id, generation)
         if r is not None:
             r["workers"][int(rank)] = {"node_id": node_id, "labels": dict(labels)}
+            r.setdefault("workers_up", time.time())
         self.placements.append(
             {
                 "job_id": job_id,
@@ -91,7 +97,7 @@ class RunControl:
             r["outcome"] = outcome
             r["steps"] = max(r["steps"], float(steps))
             r["message"] = message
-            r["updated"] = time.time()
+            r["updated"] = r["finished_at"] = time.time()
 
     def snapshot(self) -> dict[str, dict[str, Any]]:
         return {k: dict(v, workers=dict(v["workers"])) for k, v in self.records.items()}

@@ -124,6 +124,16 @@ class SchedulerMetrics:
                 self._inc("lyra_service_requests_total", total - before, tags)
                 self._requests[(name, outcome)] = total
 
+    def observe_restarts(self, records: Iterable[Mapping[str, Any]]) -> None:
+        """Finished resize/preemption records (``lyra_ray.runtime.restart_phases``)."""
+        h = self.m.get("lyra_restart_phase_seconds")
+        for r in records if h is not None else ():
+            tags = {"kind": str(r["kind"])}
+            for phase, s in r["phases"].items():
+                h.observe(float(s), tags={**tags, "phase": phase.removesuffix("_s")})
+            if r.get("total_s") is not None:
+                h.observe(float(r["total_s"]), tags={**tags, "phase": "total"})
+
     def skip_reclaims(self, n: int) -> None:
         """The first ``n`` reclaims happened before this exporter (a restored state)."""
         self._reclaims_seen = n

@@ -31,12 +31,8 @@ from lyra_ray.parallelism.jobs import run_config
 from lyra_ray.runtime import runs
 from lyra_ray.runtime.control import get_or_create_control
 from lyra_ray.runtime.inventory import Inventory
-from lyra_ray.runtime.run_record import (
-    MAX_UNEXPECTED_ENDS,
-    START_GRACE_S,
-    STARTING_KILL_S,
-    RunRecord,
-)
+from lyra_ray.runtime.restart_phases import RestartPhases
+from lyra_ray.runtime.run_record import MAX_UNEXPECTED_ENDS, START_GRACE_S, RunRecord
 from lyra_ray.train.step_loop import latest_checkpoint
 
 log = logging.getLogger(__name__)
@@ -80,6 +76,7 @@ class RayRuntime:
         self.stop_requested_at: dict[str, float] = {}
         self.gaps: list[dict[str, Any]] = []
         """Per preempt/resize: seconds from the stop request to the next run's start."""
+        self.phases = RestartPhases()
         self.control = get_or_create_control()
         self.dirty = False
         self._pending: list[m.Event] = []
@@ -96,6 +93,7 @@ class RayRuntime:
             "launches": self.launches,
             "gaps": self.gaps[-200:],
             "waiting": dict(sorted(self.waiting.items())),
+            "phases": self.phases.to_state(),
         }
 
     def load_state(self, state: Mapping[str, Any]) -> None:
@@ -104,6 +102,7 @@ class RayRuntime:
         self.launches = [tuple(x) for x in state.get("launches", [])]
         self.gaps = list(state.get("gaps", []))
         self.waiting = dict(state.get("waiting", {}))
+        self.phases.load_state(state.get("phases", {}))
 
     def forget(self, job_id: str) -> list[tuple[float, str, int, dict[str, Any]]]:
         """A job left the scheduler's state for the archive: drop what is kept per job
@@ -113,6 +112,7 @@ class RayRuntime:
         cannot be reused."""
         self.generations.pop(job_id, None)
         self.stop_requested_at.pop(job_id, None)
+        self.phases.forget(job_id)
         self.control.forget.remote(job_id)
         mine = [x for x in self.launches if x[1] == job_id]
         if mine:
@@ -202,6 +202,7 @@ class RayRuntime:
         asked = self.stop_requested_at.pop(job_id, None)
         if asked is not None:
             self.gaps.append({"job_id": job_id, "generation": gen, "gap_s": now - asked})
+            self.phases.relaunched(job_id, gen, a.workers, now)
         self.runs[job_id] = RunRecord(job_id, gen, assignment, now, unexpected_ends=unexpected)
         self.launches.append((now, job_id, gen, assignment))
         self.dirty = True
@@ -232,6 +233,7 @@ class RayRuntime:
         if r.phase != "stopping":
             r.phase, r.deadline = "stopping", time.time() + self.grace_s
             self.stop_requested_at[job_id] = time.time()
+            self.phases.requested(job_id, r.generation, r.assignment["workers"], time.time())
             runs.request_stop(job_id, r.generation)
         self.dirty = True
 
@@ -276,40 +278,36 @@ class RayRuntime:
                 # checkpointing window was credited as 1.2 steps/s beside its new partner.
                 sps = rec["steps_per_s"] if r.phase == "running" else None
                 events.append(m.JobProgress(jid, rec["steps"], sps))
+            self.phases.observe(jid, r.generation, rec)
             if rec is not None and rec["outcome"] is not None:
-                events += self._ended(r, rec["outcome"], rec["steps"], rec["message"])
-            elif r.phase == "stopping" and now > self._kill_after(r, rec):
-                # Past the grace period: kill. Not earlier, even for a run still starting:
-                # a run killed before its worker group is up can leave its placement
-                # group holding the GPUs, and the next generation would wait for them
-                # forever. A starting run meets the stop flag at its first step and
-                # stops cleanly; the core's minimum lease keeps rounds from preempting
-                # runs that are still starting.
+                events += self._ended(r, rec["outcome"], rec["steps"], rec["message"], rec)
+            elif r.phase == "stopping" and now > r.kill_after(rec):
+                # Past the grace period: kill, never earlier: a run killed before its worker
+                # group is up can leave its placement group holding the GPUs (the next
+                # generation would wait forever); a starting run meets the stop flag at its
+                # first step, and the core's minimum lease keeps rounds off starting runs.
                 log.info("stopping run %s g%d by kill", jid, r.generation)
                 self._kill(r)
                 found = latest_checkpoint(os.path.join(self.storage_path, runs.run_name(jid)))
-                events += self._ended(r, "stopped", float(found[1]) if found else 0.0, "")
+                events += self._ended(r, "stopped", float(found[1]) if found else 0.0, "", rec)
             elif now - r.launched_at > START_GRACE_S and not runs.run_alive(jid, r.generation):
                 events += self._ended(r, "lost", r.reported_steps, "run actor vanished")
         return events
 
-    @staticmethod
-    def _kill_after(r: RunRecord, rec: Mapping[str, Any] | None) -> float:
-        """When a stopping run is killed: after the grace period, or, while its workers
-        have not reached the step loop, not before its start-up grace is over."""
-        if (rec or {}).get("workers"):
-            return r.deadline
-        return max(r.deadline, r.launched_at + STARTING_KILL_S)
-
-    def _ended(self, r: RunRecord, outcome: str, steps: float, message: str) -> list[m.Event]:
-        """A run ended: report it, or start the queued next generation."""
+    def _ended(
+        self, r: RunRecord, outcome: str, steps: float, message: str, rec: Any = None
+    ) -> list[m.Event]:
+        """A run ended: report it, or start the queued next generation (``rec``: its
+        control record, whose timestamps close a resize's phases)."""
         jid = r.job_id
         self._kill(r)
         del self.runs[jid]
         self.dirty = True
         if outcome == "completed":
+            self.phases.forget(jid)
             return [m.JobCompleted(jid, steps)]
         if r.phase == "stopping":
+            self.phases.stopped(jid, rec, r.next_assignment is not None, time.time())
             if r.next_assignment is not None:
                 self._start(jid, r.next_assignment)
                 return [m.JobProgress(jid, steps)]

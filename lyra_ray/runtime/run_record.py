@@ -4,6 +4,7 @@ runs."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -26,3 +27,10 @@ class RunRecord:
     next_assignment: dict[str, Any] | None = None
     reported_steps: float = 0.0
     unexpected_ends: int = 0
+
+    def kill_after(self, rec: Mapping[str, Any] | None) -> float:
+        """When this run, stopping, is killed: after the grace period, or, while its
+        workers have not reached the step loop, not before its start-up grace is over."""
+        if (rec or {}).get("workers"):
+            return self.deadline
+        return max(self.deadline, self.launched_at + STARTING_KILL_S)

@@ -203,6 +203,7 @@ class GlobalScheduler(SchedulerViews):
             exported = self.metrics is not None and self.metrics.enabled
             if self.metrics is not None and self.metrics.enabled:
                 self.metrics.observe_cycle(self.core, actions, m0 - c0, self.serving.metrics_view())
+                self.metrics.observe_restarts(self.runtime.phases.take_fresh())
             if events:  # a cycle that had something to decide
                 self.cycle_s.append(
                     {
@@ -342,7 +343,11 @@ class GlobalScheduler(SchedulerViews):
 
     def _describe(self, j: JobState) -> dict[str, Any]:
         gen = self.runtime.generations.get(j.id, 0)
-        return describe(j, self.core.now, gen, self.reasons.get(j.id))
+        row = describe(j, self.core.now, gen, self.reasons.get(j.id))
+        last = self.runtime.phases.last(j.id)
+        if last is not None:  # where its last resize or preemption spent its time
+            row["last_restart"] = last
+        return row
 
     def list(self, auth: str | None = None) -> list[dict[str, Any]]:
         """Every job the caller may see (all for an admin), the archived ones too."""

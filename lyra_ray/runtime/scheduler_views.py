@@ -135,6 +135,7 @@ class SchedulerViews:
                 "cycle_s": list(self.cycle_s),
                 "commits": list(self.commits),
                 "gaps": list(self.runtime.gaps),
+                "restart_phases": list(self.runtime.phases.done),
                 "cycles": self.core.cycles,
                 "restarts": self.restarts,
                 "jobs_in_state": len(self.core.jobs),

@@ -24,6 +24,7 @@ RAY_PREFIX = "ray_"
 
 LATENCY_BUCKETS_S = (0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0)
 RECLAIM_BUCKETS_S = (1.0, 2.5, 5.0, 10.0, 20.0, 30.0, 45.0, 60.0, 90.0, 120.0, 300.0)
+RESTART_BUCKETS_S = (0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 20.0, 30.0, 60.0, 120.0, 300.0)
 
 
 @dataclass(frozen=True)
@@ -114,6 +115,16 @@ METRICS: tuple[MetricDef, ...] = (
         "histogram",
         "From serving demand rising to the reclaimed server serving again.",
         buckets=RECLAIM_BUCKETS_S,
+    ),
+    MetricDef(
+        "lyra_restart_phase_seconds",
+        "histogram",
+        "Where a resize's or preemption's time goes, by kind (resize, preempt) and phase: "
+        "stop_signal (request to the loop seeing it), checkpoint (to the checkpoint "
+        "written), relaunch (to the next run started), workers_up (to its first worker "
+        "reporting), first_step (to its first step), total (request to first step).",
+        ("kind", "phase"),
+        buckets=RESTART_BUCKETS_S,
     ),
     MetricDef(
         "lyra_job_steps_per_second",

@@ -112,6 +112,19 @@ ROWS: tuple[Row, ...] = (
                 unit="s",
             ),
             PanelSpec(
+                "Resize and preemption phases (p50)",
+                (
+                    _quantile(
+                        0.5,
+                        "lyra_restart_phase_seconds",
+                        "1h",
+                        "{{kind}} {{phase}}",
+                        by="le, kind, phase",
+                    ),
+                ),
+                unit="s",
+            ),
+            PanelSpec(
                 "Service requests in flight",
                 (_by("max", "service", "lyra_service_requests_in_flight", "{{service}}"),),
             ),

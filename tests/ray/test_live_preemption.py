@@ -170,6 +170,11 @@ def test_elastic_job_resized_2_4_2(
     wait_until(lambda: steps_at(4) >= 10, 180, "elastic job stepping with 4 workers")
     late = client.submit(job("rigid-2", 30, tmp_path / "g.log", workers=2, throughput=only_v100))
     wait_until(lambda: workers_now() == 2, 120, "elastic job shrunk to 2")
+    wait_until(  # lyra status (and --json's last_restart) shows the shrink's phases
+        lambda: (client.status(el).get("last_restart") or {}).get("to_workers") == 2,
+        120,
+        "the shrink's phases in the job's status",
+    )
     assert client.wait(late, timeout=300)["status"] == "finished"
     st = client.wait(el, timeout=400)
     assert st["status"] == "finished" and st["steps_done"] == 400
@@ -179,3 +184,16 @@ def test_elastic_job_resized_2_4_2(
     assert_every_step_once(elog, 400, slack=20)
     assert_placements_match(client, el)
     assert any(d.name.startswith("step_") for d in (ckpt / f"lyra-{el}").iterdir())
+    # where each resize's time went (#29): every phase, in order, summing to the whole
+    resizes = [r for r in client.call("stats")["restart_phases"] if r["job_id"] == el]
+    assert [(r["from_workers"], r["to_workers"]) for r in resizes][:2] == [(2, 4), (4, 2)]
+    for r in resizes[:2]:
+        assert r["kind"] == "resize" and set(r["phases"]) == {
+            "stop_signal_s",
+            "checkpoint_s",
+            "relaunch_s",
+            "workers_up_s",
+            "first_step_s",
+        }, r
+        assert all(v >= 0 for v in r["phases"].values()), r
+        assert abs(sum(r["phases"].values()) - r["total_s"]) < 0.01, r
