@@ -75,11 +75,28 @@ TABLES: tuple[Table, ...] = (
         "benchmarks/results/packing_h200.json",
         "benchmarks._packing_table:render",
     ),
+    Table(
+        "moe-cost-gain",
+        "docs/moe.md",
+        "benchmarks/results/moe_cost_gain.json",
+        "benchmarks._moe_cost_table:render",
+    ),
+    Table(
+        "planner-fit",
+        "docs/planner.md",
+        "benchmarks/results/planner_fit.json",
+        "benchmarks._planner_fit_table:render",
+    ),
 )
 """Every rendered table. Add a row when a doc gains one."""
 
 
 def main() -> int:
+    import argparse
+
+    argparse.ArgumentParser(
+        description="Rewrite every registered docs table from its JSON."
+    ).parse_args()
     for t in TABLES:
         if t.write():
             sys.stderr.write(f"updated {t.doc} <!-- {t.marker} -->\n")

@@ -5,9 +5,12 @@ with their costs), a global batch and the GPUs, :func:`plan` searches tensor, pi
 and data parallel degrees, the microbatch size, the pipeline schedule (GPipe, 1F1B,
 interleaved 1F1B), activation recomputation and the stage partition, and ranks the plans
 by predicted iteration time. The model and its limits are in ``docs/planner.md``.
+
+:func:`layer_time_s` is the per-layer cost every plan sums; :func:`constants_for` gives
+the numbers it uses for a GPU type (fitted to measurements for H200, defaults elsewhere).
 """
 
-from lyra_ray.parallelism.cost import Constants, ProfiledTimes
+from lyra_ray.parallelism.cost import Constants, ProfiledTimes, constants_for, layer_time_s
 from lyra_ray.parallelism.hardware import CATALOGUE, GpuSpec, gpu_spec
 from lyra_ray.parallelism.layers import LayerCost, ModelSpec, layer_list
 from lyra_ray.parallelism.plan import Plan, PlanOptions
@@ -27,8 +30,10 @@ __all__ = [
     "ProfiledTimes",
     "Transformer",
     "bubble_fraction",
+    "constants_for",
     "gpu_spec",
     "layer_list",
+    "layer_time_s",
     "pipeline_time",
     "plan",
     "transformer_layers",

@@ -68,6 +68,7 @@ _G = 1e9
 
 CATALOGUE: dict[str, GpuSpec] = {
     "h100": GpuSpec("h100", 989 * _T, 80 * GIB, 3350 * _G, 450 * _G, 50 * _G, 8),
+    "h200": GpuSpec("h200", 989 * _T, 141 * GIB, 4800 * _G, 450 * _G, 50 * _G, 8),
     "a100": GpuSpec("a100", 312 * _T, 80 * GIB, 2039 * _G, 230 * _G, 25 * _G, 8),
     "v100": GpuSpec("v100", 125 * _T, 32 * GIB, 900 * _G, 130 * _G, 12.5 * _G, 8),
     "t4": GpuSpec("t4", 65 * _T, 16 * GIB, 320 * _G, 12 * _G, 12.5 * _G, 4, 1.5 * GIB),
@@ -75,7 +76,14 @@ CATALOGUE: dict[str, GpuSpec] = {
     "k80": GpuSpec("k80", 4.4 * _T, 12 * GIB, 240 * _G, 8 * _G, 1.25 * _G, 4, 1.5 * GIB),
 }
 """Known GPU types by the lower-case names the cluster uses. K80 has no fast half
-precision: its number is single precision per GPU (half a board)."""
+precision: its number is single precision per GPU (half a board).
+
+H200 is an H100 die with more and faster memory (spec sheet: 989 TFLOP/s dense bf16,
+141 GB HBM3e, 4.8 TB/s); its NVLink and network numbers are the H100's, as it sits in
+the same HGX servers. It is the one type whose per-layer time is fitted to a
+measurement (``lyra_ray.parallelism.cost.FITTED``): the same GPU type name and the same
+measurement (``shared/data/gpu/h200.json``, 2026-11-26) as the throughput catalogue's
+``h200`` (``lyra_ray/model/data/h200_throughputs.json``)."""
 
 
 def gpu_spec(name: str) -> GpuSpec:

@@ -4,6 +4,10 @@ Accepted shapes of the mapping (``batch`` is the global batch size in sequences)
 
 * ``{name: gpt-18b, batch: 1024}`` - a model of :data:`~.transformer.ZOO`;
 * ``{layers: 40, hidden: 6144, heads: 48, seq_len: 2048, vocab: 51200, batch: 1024}``;
+  with a name or with layers, ``attention: flash | standard`` (default: the named
+  model's own, ``flash`` for layers) says whether the attention kernel keeps the
+  ``s x s`` scores out of HBM (FlashAttention) or not, which changes the layer's memory
+  traffic and activations (:mod:`.transformer`);
 * ``{layer_list: [{fwd_flops: ..., bwd_flops: ..., param_bytes: ..., act_bytes: ...,
   out_bytes: ..., tp_comm_bytes: ...}, ...], batch: 1024}`` (``tp_comm_bytes`` optional:
   without it on every layer the model is not tensor-split).
@@ -16,12 +20,18 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from lyra_ray.model.errors import InputError
 from lyra_ray.parallelism.layers import LayerCost, ModelSpec, layer_list
-from lyra_ray.parallelism.transformer import ZOO, Transformer, transformer_layers
+from lyra_ray.parallelism.transformer import (
+    ATTENTION,
+    ZOO,
+    Attention,
+    Transformer,
+    transformer_layers,
+)
 
 MAX_LAYERS = 4096
 MAX_DIM = 2**20
@@ -65,6 +75,14 @@ def _num(raw: Mapping[str, Any], key: str, where: str) -> float:
     if not math.isfinite(v) or v < 0 or v > 1e30:
         raise InputError(f"{where}.{key}: must be finite, >= 0 and <= 1e30, got {v!r}")
     return float(v)
+
+
+def _attention(raw: Mapping[str, Any], where: str, default: Attention) -> Attention:
+    v = raw.get("attention", default)
+    for a in ATTENTION:
+        if v == a:  # a string equal to one of them (not, say, True)
+            return a
+    raise InputError(f"{where}.attention: must be 'flash' or 'standard', got {v!r}")
 
 
 def _layers(raw: Any, where: str) -> tuple[ModelSpec, tuple[Any, ...]]:
@@ -115,7 +133,7 @@ def parse_model(raw: Any, where: str = "model", batch: int | None = None) -> Mod
         raw = {"name": raw}
     if not isinstance(raw, Mapping):
         raise InputError(f"{where}: must be a model name or a mapping, got {type(raw).__name__}")
-    allowed = {"name", "batch", "layer_list", *_TRANSFORMER}
+    allowed = {"name", "batch", "layer_list", "attention", *_TRANSFORMER}
     unknown = sorted(str(k) for k in raw if k not in allowed)
     if unknown:
         raise InputError(f"{where}: unknown field(s) {unknown}; allowed: {sorted(allowed)}")
@@ -132,17 +150,21 @@ def parse_model(raw: Any, where: str = "model", batch: int | None = None) -> Mod
             f"or 'layer_list'"
         )
     if kinds[0] == "name":
-        extra = sorted(k for k in raw if k not in ("name", "batch"))
+        extra = sorted(k for k in raw if k not in ("name", "batch", "attention"))
         if extra:
             raise InputError(f"{where}: 'name' cannot be combined with {extra}")
         name = raw["name"]
         if not isinstance(name, str) or name.lower() not in ZOO:
             raise InputError(f"{where}.name: unknown model {name!r}; known: {sorted(ZOO)}")
         key = name.lower()
-        model = transformer_layers(ZOO[key], key)
+        tf = ZOO[key]
+        attention = _attention(raw, where, tf.attention)
+        model = transformer_layers(replace(tf, attention=attention), key)
         canon: tuple[tuple[str, Any], ...] = (("batch", batch), ("name", key))
+        if attention != tf.attention:  # the canonical form names only a change
+            canon = (canon[0], ("attention", attention), canon[1])
     elif kinds[0] == "layer_list":
-        if any(k in raw for k in _TRANSFORMER):
+        if any(k in raw for k in (*_TRANSFORMER, "attention")):
             raise InputError(f"{where}: 'layer_list' cannot be combined with transformer fields")
         model, rows = _layers(raw["layer_list"], f"{where}.layer_list")
         canon = (("batch", batch), ("layer_list", rows))
@@ -159,6 +181,9 @@ def parse_model(raw: Any, where: str = "model", batch: int | None = None) -> Mod
         }
         if dims["hidden"] % dims["heads"]:
             raise InputError(f"{where}.heads: must divide hidden ({dims['hidden']})")
-        model = transformer_layers(Transformer(**dims), "transformer")
+        attention = _attention(raw, where, "flash")
+        model = transformer_layers(Transformer(**dims, attention=attention), "transformer")
         canon = (("batch", batch), *sorted(dims.items()))
+        if attention != "flash":
+            canon = tuple(sorted((*canon, ("attention", attention))))
     return ModelInput(model, batch, canon)

@@ -3,7 +3,7 @@ answers (:class:`Plan`)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Literal
 
 from lyra_ray.parallelism.cost import Constants
@@ -35,7 +35,11 @@ class PlanOptions:
     microbatches: tuple[int, ...] | None = None
     distinct_shapes: bool = True
     prune: bool = True
-    constants: Constants = field(default_factory=Constants)
+    constants: Constants | None = None
+    """The cost model's numbers; ``None``: those fitted for the GPU type planned for
+    (:func:`lyra_ray.parallelism.cost.constants_for`: H200's measured fit, the defaults
+    elsewhere). Given, they replace the fit: start from ``constants_for(gpu)`` with
+    ``dataclasses.replace`` to change one number."""
 
     def __post_init__(self) -> None:
         if self.top_k < 1:

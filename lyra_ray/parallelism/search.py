@@ -16,7 +16,13 @@ import heapq
 import logging
 from collections.abc import Iterator
 
-from lyra_ray.parallelism.cost import AnalyticTimes, ProfiledTimes, allreduce_s
+from lyra_ray.parallelism.cost import (
+    AnalyticTimes,
+    Constants,
+    ProfiledTimes,
+    allreduce_s,
+    constants_for,
+)
 from lyra_ray.parallelism.evaluate import LayerTimes, evaluate
 from lyra_ray.parallelism.hardware import GpuSpec
 from lyra_ray.parallelism.layers import ModelSpec
@@ -51,14 +57,14 @@ def _bound(
     times: LayerTimes,
     batch: int,
     shape: tuple[int, int, int],
-    o: PlanOptions,
+    c: Constants,
 ) -> tuple[float, bool]:
     """(a lower bound on the iteration time, whether the weights could fit at all)."""
     t, p, d = shape
     share = sum(x.param_bytes for x in model.layers if not x.shared_params) / (t * p)
-    fits = o.constants.state_bytes_per_param_byte * share <= gpu.usable_memory
+    fits = c.state_bytes_per_param_byte * share <= gpu.usable_memory
     compute = batch * times.min_compute_s(t) / (p * d)
-    return compute + allreduce_s(share, d, gpu.group_bw(t * d), o.constants), fits
+    return compute + allreduce_s(share, d, gpu.group_bw(t * d), c), fits
 
 
 def plan(
@@ -74,12 +80,12 @@ def plan(
     o = options or PlanOptions()
     if n_gpus < 1 or global_batch < 1:
         raise ValueError(f"n_gpus and global_batch must be >= 1, got {n_gpus}, {global_batch}")
-    times: LayerTimes = profile if profile is not None else AnalyticTimes(model, gpu, o.constants)
-    c = o.constants
+    c = o.constants if o.constants is not None else constants_for(gpu)
+    times: LayerTimes = profile if profile is not None else AnalyticTimes(model, gpu, c)
     recomputes = {"auto": (False, True), "always": (True,), "never": (False,)}[o.recompute]
     todo = []
     for shape in shapes(model, times, n_gpus, global_batch, o):
-        lb, fits = _bound(model, gpu, times, global_batch, shape, o)
+        lb, fits = _bound(model, gpu, times, global_batch, shape, c)
         if fits or not o.prune:
             todo.append((lb, shape))
     todo.sort()
