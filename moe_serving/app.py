@@ -33,6 +33,7 @@ from ray.serve.handle import DeploymentHandle
 from ray.util import metrics
 
 from moe_serving.dynamic import chunk_hosts, static_hosts
+from moe_serving.expert_time import ExpertCost
 from moe_serving.experts import ExpertWeights, expert_ffn
 from moe_serving.model import MoEConfig, MoEModel
 
@@ -47,7 +48,9 @@ def expert_name(layer: int, expert: int) -> str:
 
 @dataclass(frozen=True)
 class ServiceTime:
-    """Calibrated device service time: ``fixed_s + per_token_s * tokens`` per call.
+    """Calibrated device service time: ``fixed_s + per_token_s * tokens`` per call, or, with
+    ``expert``, the expert-time model of the call's tokens (``expert_time.py``: a roofline
+    with a launch floor, fitted to an H200).
 
     Used by the benchmark's calibrated mode, where each replica stands for one device: the
     replica computes the real output, then sleeps out the rest of the calibrated time. One
@@ -58,9 +61,15 @@ class ServiceTime:
     fixed_s: float
     per_token_s: float
     transfer_s: float = 0.0  # fetching a borrowed expert's parameters
+    expert: ExpertCost | None = None
 
     def seconds(self, tokens: int, fetched: bool = False) -> float:
-        return self.fixed_s + self.per_token_s * tokens + (self.transfer_s if fetched else 0.0)
+        busy = (
+            self.fixed_s + self.per_token_s * tokens
+            if self.expert is None
+            else self.expert.seconds(tokens)
+        )
+        return busy + (self.transfer_s if fetched else 0.0)
 
 
 @dataclass(frozen=True)

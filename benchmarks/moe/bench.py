@@ -11,7 +11,10 @@ Two modes:
   parallel, so this mode mostly measures CPU contention, not replica parallelism.
 - ``calibrated``: each replica stands for one device: it computes the real output, then sleeps
   out a service time fitted (fixed + per-token) to the real expert's compute measured inside a
-  replica process in the real mode. Labelled as such in the output.
+  replica process in the real mode. Labelled as such in the output. With ``service="h200"``
+  (``--service h200``) the service time is instead the H200 expert-time model
+  (``moe_serving/expert_time.py``: a roofline with a launch floor, fitted to a measured H200)
+  of the call's tokens for the device expert's shape.
 
 Beside each measured ratio the output carries the ideal one (``bottleneck.py``): the busiest
 replica's work under uniform counts over that under Lina's, from the gate's actual counts
@@ -33,6 +36,7 @@ import numpy as np
 import numpy.typing as npt
 
 from moe_serving.bottleneck import ideal_report
+from moe_serving.expert_time import ExpertCost
 from moe_serving.model import MoEModel
 from moe_serving.planner import replan
 from moe_serving.popularity import load_counts
@@ -55,6 +59,15 @@ class BenchSetup(ServingSetup):
     concurrency: int = 4
     device_dim: int = 4096  # calibrated mode: the expert a "device" runs (Mixtral-8x7B-sized)
     device_hidden: int = 14336
+    service: str = "host"  # calibrated mode: "host" (fit timed here) or a GPU of expert_time
+
+    @property
+    def device_expert(self) -> ExpertCost:
+        """The device expert under the expert-time model (H200 unless ``service`` names
+        another known GPU)."""
+        return ExpertCost(
+            self.device_dim, self.device_hidden, "h200" if self.service == "host" else self.service
+        )
 
 
 def run_load(handle: Any, reqs: list[npt.NDArray[np.int64]], concurrency: int) -> dict[str, Any]:
@@ -104,6 +117,27 @@ def calibrate(setup: BenchSetup, sizes: tuple[int, ...] = (8, 32, 64, 128)) -> d
     }
 
 
+NVLINK_BPS = 450e9
+"""H200 NVLink 4, one direction (nominal, not measured): a borrowed expert's bf16 weights
+travel at this rate under ``--service h200``."""
+
+
+def model_calibration(setup: BenchSetup) -> dict[str, Any]:
+    """The calibrated mode's service time from the expert-time model instead of a host fit."""
+    c = setup.device_expert
+    nbytes = 3 * c.dim * c.hidden * 2
+    return {
+        "fixed_s": 0.0,
+        "per_token_s": 0.0,
+        "transfer_s": nbytes / NVLINK_BPS,
+        "expert_model": {"dim": c.dim, "hidden": c.hidden, "gpu": c.gpu},
+        "measured_s": {str(n): c.seconds(n) for n in (8, 32, 64, 128)},
+        "device_expert": f"SwiGLU {c.dim} x {c.hidden}, bf16, expert-time model ({c.gpu})",
+        "transfer": f"bf16 weights ({nbytes / 1e6:.0f} MB) at {NVLINK_BPS / 1e9:.0f} GB/s "
+        "(assumed NVLink, not measured)",
+    }
+
+
 def _ratios(base: dict[str, Any], plan: dict[str, Any]) -> dict[str, float]:
     """Latency and throughput ratios of ``plan`` over ``base`` (> 1 = ``plan`` better)."""
     return {
@@ -128,6 +162,12 @@ LABELS = {
         "CALIBRATED SERVICE TIME: each replica stands for one device; a call takes "
         "fixed + per_token * tokens, fitted to a device-sized expert's compute measured "
         "in a replica process; token counts per call come from the real gate"
+    ),
+    "calibrated_model": (
+        "CALIBRATED SERVICE TIME (MODEL): each replica stands for one device; a call takes "
+        "the H200 expert-time model (roofline with a launch floor, moe_serving/expert_time.py) "
+        "of its tokens for the device expert's shape; token counts per call come from the "
+        "real gate"
     ),
     "real": (
         "REAL: replicas compute the served expert FFN; the host's few cores are shared by "
@@ -182,10 +222,16 @@ def bench_on_cluster(
         if "real" in modes:
             services["real"] = None
         if "calibrated" in modes:
-            out["calibration"] = calibration or calibrate(setup)
+            if setup.service == "host":
+                out["calibration"] = calibration or calibrate(setup)
+            else:
+                out["calibration"] = model_calibration(setup)
             c = out["calibration"]
             services["calibrated"] = ServiceTime(
-                c["fixed_s"], c["per_token_s"], c.get("transfer_s", 0.0)
+                c["fixed_s"],
+                c["per_token_s"],
+                c.get("transfer_s", 0.0),
+                setup.device_expert if "expert_model" in c else None,
             )
 
         def measure(plan_name: str, borrow: bool) -> tuple[dict[str, dict[str, Any]], Any]:
@@ -229,11 +275,15 @@ def bench_on_cluster(
             uniform,
             lina_plan.counts,
             setup.requests,
-            None if st is None else (st.fixed_s, st.per_token_s),
+            None if st is None or st.expert is not None else (st.fixed_s, st.per_token_s),
             per_request,
+            expert=setup.device_expert,
         )
+        label = LABELS[mode]
+        if st is not None and st.expert is not None:
+            label = LABELS["calibrated_model"]
         out[mode] = {
-            "label": LABELS[mode],
+            "label": label,
             **_pair(base[mode], lina[mode], static[mode]),
             "ideal": ideal,
         }
@@ -252,4 +302,5 @@ def setup_from_args(args: argparse.Namespace) -> BenchSetup:
         concurrency=args.concurrency,
         device_dim=args.device_dim,
         device_hidden=args.device_hidden,
+        service=getattr(args, "service", "host"),
     )

@@ -40,6 +40,8 @@ def summarise(runs: list[dict[str, Any]], modes: list[str]) -> dict[str, Any]:
         cols["ideal_tokens"] = [row["ideal"]["tokens"]["overall"] for row in rows]
         if all("service" in row["ideal"] for row in rows):
             cols["ideal_service"] = [row["ideal"]["service"]["overall"] for row in rows]
+        if all("roofline" in row["ideal"] for row in rows):
+            cols["ideal_roofline"] = [row["ideal"]["roofline"]["window"]["overall"] for row in rows]
         if all("unloaded_request" in row["ideal"] for row in rows):
             for q in ("p50", "p95"):
                 req = [row["ideal"]["unloaded_request"] for row in rows]

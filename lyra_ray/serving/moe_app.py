@@ -11,6 +11,12 @@ serve (:mod:`lyra_ray.serving.moe_plan`): lending a server lowers the replica bu
 re-plans onto the devices left; a reclaim re-plans with the server back; in between,
 phase 2 re-plans the layers whose actual routing drifted from the plan.
 
+A device stands for a GPU running its experts: each call takes, inside the device lock, the
+H200 expert-time model of the tokens it carries (``moe_serving.expert_time``: a roofline
+with a launch floor) for the service's expert shape (``dim`` x ``hidden``), slept out on
+the CPU-only hosts here after the real (small) expert runs. A spec that sets ``service_ms``
+gets that constant per call instead (:func:`call_seconds`).
+
 A plan switch drops no request: a request keeps the routing table it started with to
 its last layer; the pool deletes a drained server's app only once no request holding a
 table with that server is in flight (:meth:`MoEServiceIngress.inflight_on`); and a device
@@ -22,6 +28,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
+from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
@@ -31,28 +38,53 @@ from lyra_ray.serving.meter import RequestMeter
 from lyra_ray.serving.moe_metrics import ExpertMetrics
 from lyra_ray.serving.moe_plan import Device, RoutingTable, devices_of, plan_devices
 from lyra_ray.serving.spec import moe_knobs
+from moe_serving.expert_time import ExpertCost
 
 log = logging.getLogger(__name__)
 
 NODE_ID_LABEL = "ray.io/node-id"
 WAIT_FOR_TABLE_S = 10.0
+DEVICE_GPU = "h200"
+"""The GPU type whose expert-time model a device's calls take (the one measured)."""
+
+
+def call_seconds(service_ms: float | None, expert: ExpertCost, tokens: int) -> float:
+    """Device seconds of one expert call of ``tokens`` tokens: ``service_ms`` when the
+    spec sets it (an explicit override, the same for every call), else the expert-time
+    model of the call's tokens for the service's expert shape."""
+    if service_ms is not None:
+        return service_ms / 1000.0
+    return expert.seconds(tokens)
+
+
+def device_service_ms(config: Mapping[str, Any]) -> float | None:
+    """The spec's ``service_ms``, or None when it leaves it out (then the model decides)."""
+    raw = config.get("service_ms")
+    return None if raw is None else float(raw)
 
 
 @serve.deployment(max_ongoing_requests=10_000, ray_actor_options={"num_cpus": 0})
 class MoEDevice:
     """One GPU: the expert replicas the plan puts here, run one call at a time.
 
-    ``service_ms`` of sleep per call, inside the device lock, stands for the GPU time of
-    an expert kernel, which the CPU-only hosts here cannot give.
+    Each call sleeps, inside the device lock, the GPU time of its expert kernel, which the
+    CPU-only hosts here cannot give: :func:`call_seconds` of the call's tokens (the H200
+    expert-time model for ``expert`` = (dim, hidden), or ``service_ms`` when given).
     """
 
     def __init__(
-        self, node_id: str, index: int, service_ms: float, peers: list[Any] | None = None
+        self,
+        node_id: str,
+        index: int,
+        service_ms: float | None,
+        peers: list[Any] | None = None,
+        expert: tuple[int, int] = (32, 64),
     ) -> None:
         """``peers``: the server's other devices, bound here only because a Serve app
         needs one deployment through which all others are reachable (this is ``gpu0``)."""
         self.node_id, self.index = node_id, index
-        self.service_s = service_ms / 1000.0
+        self.service_ms = service_ms
+        self.expert = ExpertCost(expert[0], expert[1], DEVICE_GPU)
         self.hosted: dict[tuple[int, int], Any] = {}
         self.fetched = 0
         self._lock: asyncio.Lock | None = None
@@ -76,9 +108,13 @@ class MoEDevice:
         if self._lock is None:
             self._lock = asyncio.Lock()
         async with self._lock:
+            start = time.perf_counter()
             y = expert_ffn(x, w)
-            if self.service_s > 0:
-                await asyncio.sleep(self.service_s)
+            left = call_seconds(self.service_ms, self.expert, len(x))
+            if self.service_ms is None:  # the model's time is the whole call's
+                left -= time.perf_counter() - start
+            if left > 0:
+                await asyncio.sleep(left)
         return y
 
 
@@ -338,7 +374,9 @@ def check_tokens(raw: Any, vocab: int) -> Any:
 
 def moe_backend(node_id: str, gpus: int, config: dict[str, Any]) -> Any:
     """The bound backend application of a MoE service on one server: one device per GPU."""
-    service_ms = float(moe_knobs(config)["service_ms"])
+    service_ms = device_service_ms(config)
+    knobs = moe_knobs(config)
+    expert = (int(knobs["dim"]), int(knobs["hidden"]))
     opts = {"num_gpus": 1, "num_cpus": 0, "label_selector": {NODE_ID_LABEL: node_id}}
 
     def device(k: int) -> Any:
@@ -346,8 +384,8 @@ def moe_backend(node_id: str, gpus: int, config: dict[str, Any]) -> Any:
             name=f"gpu{k}", num_replicas=1, ray_actor_options=opts
         )
 
-    peers = [device(k).bind(node_id, k, service_ms) for k in range(1, gpus)]
-    return device(0).bind(node_id, 0, service_ms, peers)
+    peers = [device(k).bind(node_id, k, service_ms, None, expert) for k in range(1, gpus)]
+    return device(0).bind(node_id, 0, service_ms, peers, expert)
 
 
 def moe_ingress(service: str, config: dict[str, Any]) -> Any:
