@@ -70,6 +70,12 @@ TABLES: tuple[Table, ...] = (
         "benchmarks._profiling_tables:h200_table",
     ),
     Table(
+        "interference-cv",
+        "docs/profiling.md",
+        "benchmarks/results/interference_cv.json",
+        "benchmarks._profiling_tables:interference_table",
+    ),
+    Table(
         "packing-h200",
         "docs/gavel.md",
         "benchmarks/results/packing_h200.json",
