@@ -88,6 +88,12 @@ TABLES: tuple[Table, ...] = (
         "benchmarks._moe_cost_table:render",
     ),
     Table(
+        "resize-phases",
+        "docs/runtime.md",
+        "benchmarks/results/resize_phases.json",
+        "benchmarks._resize_table:render",
+    ),
+    Table(
         "planner-fit",
         "docs/planner.md",
         "benchmarks/results/planner_fit.json",

@@ -133,6 +133,9 @@ def summarise(
 
 
 def main() -> int:
+    import argparse
+
+    argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0]).parse_args()
     t0 = time.perf_counter()
     table = json.loads((ROOT / DATA).read_text())
     shares = observed_shares(table[GPU])

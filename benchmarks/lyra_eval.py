@@ -47,6 +47,7 @@ if __package__ in (None, ""):  # run as a script: make the repository importable
 
 from benchmarks._lyra_report import summarise, tables
 from lyra_ray.model import JobSpec, Node, scaling
+from lyra_ray.model.restart_cost import RESTART_S
 from lyra_ray.model.throughput import SpecThroughputs
 from lyra_ray.sim.serving import demand_series, diurnal, mean_utilisation
 from lyra_ray.sim.simulator import SimResult, Simulator
@@ -215,7 +216,13 @@ def main() -> int:
     ap.add_argument("--elastic-share", type=float, default=0.5)
     ap.add_argument("--max-duration-h", type=float, default=24.0)
     ap.add_argument("--t4-speed", type=float, default=0.4)
-    ap.add_argument("--resize-overhead", type=float, default=60.0)
+    ap.add_argument(
+        "--resize-overhead",
+        type=float,
+        default=RESTART_S,
+        help="seconds per restart (default: the measured restart model, "
+        "lyra_ray/model/restart_cost.py)",
+    )
     ap.add_argument("--scenarios", default="baseline,basic,lyra,ideal")
     ap.add_argument("--extra", default="", help="side runs: lyra-one-type,lyra-t4-fast")
     ap.add_argument("--report", action="store_true", help="print the tables from --out only")

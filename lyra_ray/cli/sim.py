@@ -48,8 +48,10 @@ def register(sub: Any) -> None:
     p.add_argument(
         "--resize-overhead",
         type=float,
-        default=0.0,
-        help="checkpoint/restore seconds per preemption-resume or resize",
+        default=None,
+        help="seconds each restart (preemption-resume or resize) costs a job; default: the "
+        "measured restart model (lyra_ray/model/restart_cost.py), 0 for Gavel traces (as "
+        "Gavel's simulator)",
     )
     p.add_argument(
         "--network",
@@ -215,6 +217,11 @@ def run_simulate(args: argparse.Namespace) -> int:
     # (math.isfinite: nan passed `<= 0` and simulated nonsense; found by fuzzing)
     if not math.isfinite(args.round_seconds) or args.round_seconds <= 0:
         raise InputError(f"--round-seconds: must be a finite number > 0, got {args.round_seconds}")
+    if args.resize_overhead is None:
+        from lyra_ray.model.restart_cost import RESTART_S
+
+        fmt = args.format or ("gavel" if str(args.trace).endswith(".trace") else "")
+        args.resize_overhead = 0.0 if fmt == "gavel" else RESTART_S
     if not math.isfinite(args.resize_overhead) or args.resize_overhead < 0:
         raise InputError(
             f"--resize-overhead: must be a finite number >= 0, got {args.resize_overhead}"

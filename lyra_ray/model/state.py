@@ -161,6 +161,8 @@ def allocation_to_dict(a: m.Allocation) -> dict[str, Any]:
     }
     if a.extra:  # written only when used, so states saved before it read back the same
         out["extra"] = {k: _parts_out(v) for k, v in sorted(a.extra.items())}
+    if a.waiting:  # likewise: a policy's own reasons for the jobs it leaves out
+        out["waiting"] = {k: list(v) for k, v in sorted(a.waiting.items())}
     return out
 
 
@@ -171,6 +173,7 @@ def allocation_from_dict(d: Mapping[str, Any]) -> m.Allocation:
         lend=frozenset(d["lend"]),
         preferred_nodes={k: tuple(v) for k, v in d["preferred_nodes"].items()},
         extra={k: _parts_in(v) for k, v in d.get("extra", {}).items()},
+        waiting={k: (str(c), str(t)) for k, (c, t) in d.get("waiting", {}).items()},
     )
 
 

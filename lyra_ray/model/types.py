@@ -276,6 +276,10 @@ class Allocation:
     extra: Mapping[JobId, tuple[tuple[GpuType, int], ...]] = field(default_factory=dict)
     """Flexible workers on other GPU types (:attr:`Assignment.extra`); a job's count in
     ``workers`` includes them."""
+    waiting: Mapping[JobId, tuple[str, str]] = field(default_factory=dict)
+    """Why the policy gives a job nothing, where a rule of its own is the reason: ``(code,
+    sentence)`` (:mod:`lyra_ray.scheduling.waiting`); other waiting jobs get a reason
+    from the snapshot."""
 
 
 PAIR_SEP = "+"

@@ -127,7 +127,9 @@ class SchedulerMetrics:
     def observe_restarts(self, records: Iterable[Mapping[str, Any]]) -> None:
         """Finished resize/preemption records (``lyra_ray.runtime.restart_phases``)."""
         h = self.m.get("lyra_restart_phase_seconds")
-        for r in records if h is not None else ():
+        if h is None:
+            return
+        for r in records:
             tags = {"kind": str(r["kind"])}
             for phase, s in r["phases"].items():
                 h.observe(float(s), tags={**tags, "phase": phase.removesuffix("_s")})

@@ -42,6 +42,9 @@ class RestartPhases:
         self._fresh: list[dict[str, Any]] = []
 
     def requested(self, job_id: str, generation: int, workers: int, now: float) -> None:
+        if job_id in self.open:  # asked again before the last restart's run stepped
+            self.open[job_id]["interrupted"] = True
+            self._close(job_id)
         self.open[job_id] = {"job_id": job_id, "from_generation": generation,
                              "from_workers": workers, "requested": now}  # fmt: skip
 
@@ -94,6 +97,8 @@ class RestartPhases:
             "phases": {k: v for k, v in phases.items() if v is not None},
             "total_s": _gap(r["requested"], r.get("first_step") or r.get("checkpointed")),
         }
+        if r.get("interrupted"):  # its run never stepped: the phases it reached only
+            out["interrupted"] = True
         self.done = [*self.done[-(KEEP - 1) :], out]
         self._fresh.append(out)
 

@@ -53,6 +53,7 @@ from lyra_ray.runtime.serving import ServingPool
 from lyra_ray.runtime.store import StateStore
 from lyra_ray.runtime.user_env import RENEW_S, UriKeeper
 from lyra_ray.scheduling.core import SchedulerCore, default_rounds
+from lyra_ray.scheduling.waiting import WaitReason
 from policies.base import Policy, get_policy
 
 log = logging.getLogger(__name__)
@@ -333,17 +334,24 @@ class GlobalScheduler(SchedulerViews):
                     "steps_done": 0.0,
                     "total_steps": spec.get("total_steps"),
                     "generation": 0,
+                    "reason": "accepted; the scheduler takes it in at its next cycle",
+                    "reason_code": "submitted",
                 }
-            return self._describe(j)
+            return self._describe(j, self.core.wait_reasons())
 
     def _all_jobs(self) -> list[dict[str, Any]]:
         """Every job, active and archived, sorted by id (``list`` and ``overview``)."""
-        rows = [self._describe(j) for j in self.core.jobs.values()] + self.archive.records()
+        waits = self.core.wait_reasons()
+        rows = [self._describe(j, waits) for j in self.core.jobs.values()]
+        rows += self.archive.records()
         return sorted(rows, key=lambda r: str(r["id"]))
 
-    def _describe(self, j: JobState) -> dict[str, Any]:
+    def _describe(self, j: JobState, waits: Mapping[str, WaitReason]) -> dict[str, Any]:
         gen = self.runtime.generations.get(j.id, 0)
         row = describe(j, self.core.now, gen, self.reasons.get(j.id))
+        wait = waits.get(j.id)
+        if wait is not None:  # why it waits: a stable code and a sentence
+            row["reason"], row["reason_code"] = wait.message, wait.code
         last = self.runtime.phases.last(j.id)
         if last is not None:  # where its last resize or preemption spent its time
             row["last_restart"] = last

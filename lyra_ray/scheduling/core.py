@@ -37,6 +37,7 @@ from lyra_ray.scheduling.backfill import idle_gpus_wanted, may_start_early
 from lyra_ray.scheduling.diff import job_actions
 from lyra_ray.scheduling.folding import EventFolding
 from lyra_ray.scheduling.interfaces import Placer, RoundMechanismLike, Runtime, default_rounds
+from lyra_ray.scheduling.waiting import WaitReason, wait_reasons
 from placement.placer import ConsolidatingPlacer
 from policies.base import Policy
 
@@ -245,6 +246,10 @@ class SchedulerCore(EventFolding):
         if not alloc.fractions or alloc.workers or alloc.lend:
             return False
         return not (tick and self.rounds.would_adopt(snap))
+
+    def wait_reasons(self) -> dict[JobId, WaitReason]:
+        """Why each job that holds no GPUs waits (:mod:`lyra_ray.scheduling.waiting`)."""
+        return wait_reasons(self.snapshot(), self.allocation, self.next_round_s)
 
     def snapshot(self) -> ClusterSnapshot:
         return ClusterSnapshot(

@@ -34,6 +34,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar
 
 from lyra_ray.model import Allocation, ClusterSnapshot, GpuType, JobId, JobView, NodeId
+from lyra_ray.model.restart_cost import RESTART_S
 from policies.base import PolicyBase, register
 from policies.lyra.cross_type import Candidate, add_extras, flexible_only
 from policies.lyra.flexible import greedy_spare, share_spare
@@ -64,7 +65,7 @@ class LyraPolicy(PolicyBase):
         loan_max_remaining_s: float | None = 4 * 3600.0,
         reserve_fraction: float = 0.1,
         mixed_types: bool = True,
-        resize_cost_s: float = 60.0,
+        resize_cost_s: float = RESTART_S,
         lend_after_s: float | None = None,
     ) -> None:
         self.loaning = loaning
@@ -78,7 +79,8 @@ class LyraPolicy(PolicyBase):
         self.mixed_types = mixed_types
         """Phase 3: flexible workers on GPUs of another type (:mod:`policies.lyra.cross_type`)."""
         self.resize_cost_s = resize_cost_s
-        """What one checkpoint-restart costs a job, against which phase 3 weighs a change."""
+        """What one checkpoint-restart costs a job, against which phase 3 weighs a change:
+        by default the measured restart model (:mod:`lyra_ray.model.restart_cost`)."""
         self.memory = DemandMemory(lend_after_s) if lend_after_s is not None else None
         """Lend only what serving has not needed for ``lend_after_s`` (policy state)."""
 
@@ -183,6 +185,7 @@ class LyraPolicy(PolicyBase):
         free = dict(cap)
         gone = frozenset(loan.reclaimed)
         chosen: dict[JobId, tuple[GpuType, int, int]] = {}  # job -> (type, workers, upper)
+        waiting: dict[JobId, tuple[str, str]] = {}
         for job in jobs:
             limit = loan.workers_cap.get(job.id, job.spec.max_workers)
             if job.id in evicted:
@@ -192,12 +195,19 @@ class LyraPolicy(PolicyBase):
             base = job.spec.min_workers if self.elastic else requested_workers(job)
             if job.remaining_steps <= 0:
                 continue
-            for t in self._type_order(snap, job, lent_types, all_types, gone):
+            order = self._type_order(snap, job, lent_types, all_types, gone)
+            for t in order:
                 if free.get(t, 0) >= base and snap.throughput(job, t, base) > 0:
                     free[t] -= base
                     upper = min(limit, job.spec.max_workers) if self.elastic else base
                     chosen[job.id] = (t, base, upper)
                     break
+            else:
+                if job.current is None and any(
+                    t not in order and free.get(t, 0) >= base and snap.throughput(job, t, base) > 0
+                    for t in lent_types
+                ):
+                    waiting[job.id] = self._loan_rule(snap, job, remaining[job.id])
 
         # Phase 2: flexible demand per GPU type.
         workers = {j: (t, w) for j, (t, w, _) in chosen.items()}
@@ -236,6 +246,24 @@ class LyraPolicy(PolicyBase):
             lend=loan.lend,
             preferred_nodes=self._preferences(snap, workers, loan.lend, extra),
             extra=extra,
+            waiting=waiting,
+        )
+
+    def _loan_rule(
+        self, snap: ClusterSnapshot, job: JobView, remaining_s: float
+    ) -> tuple[str, str]:
+        """Why a job that would fit on a lent server is kept off it."""
+        if not (self.elastic and job.spec.elastic) and not self.rigid_on_loan:
+            return (
+                "loan_rule",
+                "lent servers are free, but a rigid job stays off them "
+                "(a reclaim would preempt it)",
+            )
+        hours = (self.loan_max_remaining_s or 0.0) / 3600
+        return (
+            "loan_rule",
+            f"lent servers are free, but it would still run in "
+            f"{remaining_s / 3600:.1f} h, past the {hours:g}-hour rule for loans",
         )
 
     def _share(

@@ -54,3 +54,14 @@ def test_records_survive_a_restart_and_stay_bounded() -> None:
     q.load_state(p.to_state())
     assert len(q.done) == KEEP and q.done[-1]["job_id"] == f"j{KEEP + 4}"
     assert "open" in q.open
+
+
+def test_a_restart_asked_again_before_its_run_stepped_is_kept_as_interrupted() -> None:
+    p = RestartPhases()
+    p.requested("j", 1, 4, now=0.0)
+    p.stopped("j", {"stop_seen": 0.5, "finished_at": 1.0}, resize=True, now=1.2)
+    p.relaunched("j", 2, 2, now=1.5)
+    p.requested("j", 2, 2, now=9.0)  # grown again before generation 2 stepped
+    (r,) = p.take_fresh()
+    assert r["interrupted"] and r["phases"]["relaunch_s"] == 0.5
+    assert "first_step_s" not in r["phases"] and p.open["j"]["from_generation"] == 2

@@ -1,0 +1,42 @@
+"""The restart model's constants are their sources' (#29, item 3): the live resize
+benchmark's medians and the H200 cold start; the policy and the simulator use it."""
+
+from __future__ import annotations
+
+import json
+import statistics
+from pathlib import Path
+
+import pytest
+
+from lyra_ray.model.restart_cost import H200_COLD_START_S, MEASURED, RESTART_S
+from lyra_ray.runtime.restart_phases import PHASES
+from policies.lyra.two_phase import LyraPolicy
+
+ROOT = Path(__file__).resolve().parents[2]
+SHARED = ROOT.parent / "shared" / "data" / "gpu" / "h200.json"
+
+
+def test_the_phases_are_the_benchmark_medians() -> None:
+    med = json.loads((ROOT / "benchmarks/results/resize_phases.json").read_text())["median_s"]
+    for phase in PHASES:
+        assert getattr(MEASURED, phase) == med[phase], phase
+
+
+@pytest.mark.skipif(not SHARED.exists(), reason="../shared/data absent")
+def test_the_floor_is_the_h200_cold_start() -> None:
+    runs = json.loads(SHARED.read_text())["cold_start_resnet50"]["runs"]
+    assert round(statistics.median(r["total"] for r in runs), 2) == H200_COLD_START_S
+
+
+def test_one_number_for_the_policy_and_the_simulator() -> None:
+    worker = max(MEASURED.workers_up_s + MEASURED.first_step_s, MEASURED.cold_start_s)
+    assert (
+        round(MEASURED.stop_signal_s + MEASURED.checkpoint_s + MEASURED.relaunch_s + worker, 1)
+        == RESTART_S
+    )
+    assert LyraPolicy().resize_cost_s == RESTART_S
+    from lyra_ray.cli.main import build_parser
+
+    args = build_parser().parse_args(["simulate", "--trace", "x.yaml"])
+    assert args.resize_overhead is None  # resolved to RESTART_S, 0 for Gavel traces
