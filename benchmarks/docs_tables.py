@@ -94,6 +94,18 @@ TABLES: tuple[Table, ...] = (
         "benchmarks._resize_table:render",
     ),
     Table(
+        "lyra-eval-summary",
+        "docs/lyra.md",
+        "benchmarks/results/lyra_eval.json",
+        "benchmarks._lyra_report:summary_table",
+    ),
+    Table(
+        "lyra-eval-goals",
+        "docs/lyra.md",
+        "benchmarks/results/lyra_eval.json",
+        "benchmarks._lyra_report:goals_table",
+    ),
+    Table(
         "planner-fit",
         "docs/planner.md",
         "benchmarks/results/planner_fit.json",
