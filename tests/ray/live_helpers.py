@@ -70,3 +70,29 @@ def scheduler_client(live: Any, policy: str, token: str | None = None, **cfg: An
     }
     start_scheduler({"policy": policy, **defaults, **cfg})
     return Client(live.address, token=token)
+
+
+def replace_scheduler(live: Any, policy: str, **cfg: Any) -> Any:
+    """Kill the scheduler actor for good, wait until its name is free, start another
+    (a test that needs a scheduler with another configuration on the same cluster)."""
+    import ray
+
+    from lyra_ray.sdk import SCHEDULER_ACTOR
+
+    try:
+        ray.kill(ray.get_actor(SCHEDULER_ACTOR, namespace="lyra"), no_restart=True)
+    except ValueError:
+        pass
+    else:
+        wait_until(lambda: actor_gone(SCHEDULER_ACTOR), 60, "old scheduler gone")
+    return scheduler_client(live, policy, **cfg)
+
+
+def actor_gone(name: str) -> bool:
+    import ray
+
+    try:
+        ray.get_actor(name, namespace="lyra")
+    except ValueError:
+        return True
+    return False

@@ -17,6 +17,7 @@ import pytest
 
 from tests.ray.conftest import LiveCluster
 from tests.ray.live_helpers import (
+    actor_gone,
     assert_every_step_once,
     assert_placements_match,
     job,
@@ -45,7 +46,7 @@ def scheduler(live_cluster: LiveCluster) -> Iterator[Callable[..., Any]]:
         except ValueError:
             pass
         else:
-            wait_until(lambda: _gone(SCHEDULER_ACTOR), 60, "old scheduler gone")
+            wait_until(lambda: actor_gone(SCHEDULER_ACTOR), 60, "old scheduler gone")
         count[0] += 1
         start_scheduler(
             {
@@ -60,16 +61,6 @@ def scheduler(live_cluster: LiveCluster) -> Iterator[Callable[..., Any]]:
         return Client(live_cluster.address)
 
     yield start
-
-
-def _gone(name: str) -> bool:
-    import ray
-
-    try:
-        ray.get_actor(name, namespace="lyra")
-    except ValueError:
-        return True
-    return False
 
 
 def test_arrival_at_an_idle_cluster_starts_without_waiting_for_a_round(

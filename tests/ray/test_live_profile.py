@@ -23,7 +23,7 @@ import yaml
 
 from lyra_ray.model.throughput import load_gavel_throughputs
 from tests.ray.conftest import LiveCluster, start_cluster, stop_cluster
-from tests.ray.live_helpers import scheduler_client, wait_until
+from tests.ray.live_helpers import replace_scheduler, scheduler_client
 
 pytestmark = [pytest.mark.ray, pytest.mark.timeout(600)]
 
@@ -38,16 +38,6 @@ def live() -> Iterator[LiveCluster]:
         yield cluster
     finally:
         stop_cluster(cluster)
-
-
-def _gone(name: str) -> bool:
-    import ray
-
-    try:
-        ray.get_actor(name, namespace="lyra")
-    except ValueError:
-        return True
-    return False
 
 
 def _jobs_file(tmp: Path) -> Path:
@@ -158,13 +148,7 @@ def test_profile_measures_user_jobs_alone_and_paired_on_every_gpu_type(
     assert json.loads((tmp_path / "sim.json").read_text())["completed_jobs"] == 2
 
     # a scheduler seeded with it (what lyra up --throughputs FILE configures)
-    import ray
-
-    from lyra_ray.sdk import SCHEDULER_ACTOR
-
-    ray.kill(ray.get_actor(SCHEDULER_ACTOR, namespace="lyra"), no_restart=True)
-    wait_until(lambda: _gone(SCHEDULER_ACTOR), 60, "old scheduler gone")
-    seeded: Any = scheduler_client(
+    seeded: Any = replace_scheduler(
         live, "fifo", throughputs=str(out), state_dir=str(tmp_path / "state2")
     )
     job = {
