@@ -59,12 +59,14 @@ def register(sub: Any) -> None:
     add_predict_parser(psub)
 
 
-def _positive(name: str, v: float | None, whole: bool = False) -> None:
+def _positive(name: str, v: float | None, whole: bool = False, most: float = 1e6) -> None:
+    """A number in (0, ``most``]: infinities, NaNs and sizes no measurement needs are
+    refused here rather than overflowing a timeout later."""
     if v is None:
         return
-    if not math.isfinite(v) or v <= 0 or (whole and v != int(v)):
-        kind = "a whole number" if whole else "a finite number"
-        raise InputError(f"{name}: must be {kind} > 0, got {v}")
+    if not math.isfinite(v) or not 0 < v <= most or (whole and v != int(v)):
+        kind = "a whole number" if whole else "a number"
+        raise InputError(f"{name}: must be {kind} in (0, {most:g}], got {v}")
 
 
 def profiled_jobs(args: argparse.Namespace) -> list[ProfiledJob]:
@@ -191,15 +193,15 @@ def _describe(m: Measurement, res: Sequence[Mapping[str, Any]]) -> str:
 
 
 def _run(args: argparse.Namespace) -> int:
-    _positive("--max-minutes", args.max_minutes)
-    _positive("--pairs", args.pairs, whole=True)
+    _positive("--max-minutes", args.max_minutes, most=7 * 24 * 60)
+    _positive("--pairs", args.pairs, whole=True, most=1000)
     for name in ("warmup_s", "window_s"):
-        _positive(f"--{name.replace('_', '-')}", getattr(args, name))
-    _positive("--max-windows", args.max_windows, whole=True)
+        _positive(f"--{name.replace('_', '-')}", getattr(args, name), most=3600)
+    _positive("--max-windows", args.max_windows, whole=True, most=1000)
     jobs = profiled_jobs(args)
     out = Path(args.json)
-    if out.parent and not out.parent.is_dir():
-        raise InputError(f"--json: no directory {str(out.parent)!r}")
+    if out.is_dir() or not out.parent.is_dir():
+        raise InputError(f"--json: {str(out)!r} is a directory or in no directory")
     settings = MeterSettings(args.warmup_s, args.window_s, 0.05, args.max_windows)
     from lyra_ray.cli.live import _client
 
