@@ -29,7 +29,6 @@ sys.path.insert(0, str(ROOT))
 RESULTS = ROOT / "benchmarks" / "results"
 DOC = ROOT / "docs" / "reliability.md"
 LOGS = Path(tempfile.gettempdir()) / "lyra-chaos-logs"
-BEGIN, END = "<!-- chaos-table:begin -->", "<!-- chaos-table:end -->"
 PY = ".venv/bin/python"
 PYTEST = f"{PY} -m pytest -q -p no:cacheprovider"
 
@@ -111,12 +110,9 @@ def main(argv: list[str] | None = None) -> int:
     result = {"host": os.uname().nodename, "cpus": os.cpu_count(), "steps": ran, "figures": figures}
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)
     Path(args.out).write_text(json.dumps(result, indent=2, default=str) + "\n")
-    from benchmarks._chaos_table import render
+    from benchmarks.docs_tables import table
 
-    text = DOC.read_text() if DOC.exists() else f"# Reliability\n\n{BEGIN}\n{END}\n"
-    head, _, rest = text.partition(BEGIN)
-    _, _, tail = rest.partition(END)
-    DOC.write_text(head + BEGIN + "\n" + render(result) + END + tail)
+    table("chaos-table").write()
     print(f"wrote {args.out} and the table of {DOC.relative_to(ROOT)}")
     return 0 if all(s["exit_code"] == 0 for s in ran.values()) else 1
 

@@ -106,6 +106,24 @@ TABLES: tuple[Table, ...] = (
         "benchmarks._lyra_report:goals_table",
     ),
     Table(
+        "gavel-table",
+        "docs/gavel.md",
+        "benchmarks/results/gavel_table.json",
+        "benchmarks.gavel_table:markdown",
+    ),
+    Table(
+        "gavel-fidelity",
+        "docs/gavel.md",
+        "benchmarks/results/gavel_fidelity.json",
+        "benchmarks.gavel_fidelity:markdown",
+    ),
+    Table(
+        "chaos-table",
+        "docs/reliability.md",
+        "benchmarks/results/chaos.json",
+        "benchmarks._chaos_table:render",
+    ),
+    Table(
         "planner-fit",
         "docs/planner.md",
         "benchmarks/results/planner_fit.json",
@@ -113,6 +131,12 @@ TABLES: tuple[Table, ...] = (
     ),
 )
 """Every rendered table. Add a row when a doc gains one."""
+
+
+def table(marker: str) -> Table:
+    """The registered table with this marker (a benchmark that writes its JSON then
+    rewrites its doc's table through this)."""
+    return next(t for t in TABLES if t.marker == marker)
 
 
 def main() -> int:
