@@ -247,6 +247,24 @@ class SchedulerCore(EventFolding):
             return False
         return not (tick and self.rounds.would_adopt(snap))
 
+    def busy_gpus(self) -> dict[NodeId, int]:
+        """GPUs running training on each node, a space-sharing pair's GPUs counted once:
+        the one count the simulator's samples and the live metrics both read."""
+        busy: dict[NodeId, int] = {}
+        seen: set[tuple[NodeId, str]] = set()
+        for j in self._active.values():
+            a = j.current
+            if a is None:
+                continue
+            for node, g in a.nodes:
+                if a.partner is not None:
+                    key = (node, "+".join(sorted((j.id, a.partner))))
+                    if key in seen:
+                        continue
+                    seen.add(key)
+                busy[node] = busy.get(node, 0) + g
+        return busy
+
     def wait_reasons(self) -> dict[JobId, WaitReason]:
         """Why each job that holds no GPUs waits (:mod:`lyra_ray.scheduling.waiting`)."""
         return wait_reasons(self.snapshot(), self.allocation, self.next_round_s)

@@ -45,24 +45,12 @@ class Recorder:
             for name, n in action_counts(actions).items():
                 self.counters[name] += n
         nodes, inference_ids = core.nodes_info()
-        busy_t = busy_l = queued = running = 0
-        seen: set[tuple[str, str]] = set()
-        for j in core.active():
-            a = j.current
-            if a is None:
-                queued += 1
-                continue
-            running += 1
-            for node_id, g in a.nodes:
-                if a.partner is not None:  # pairs share GPUs: count them once
-                    key = (node_id, "+".join(sorted((j.id, a.partner))))
-                    if key in seen:
-                        continue
-                    seen.add(key)
-                if node_id in inference_ids:
-                    busy_l += g
-                else:
-                    busy_t += g
+        busy = core.busy_gpus()
+        busy_l = sum(g for n, g in busy.items() if n in inference_ids)
+        busy_t = sum(busy.values()) - busy_l
+        active = core.active()
+        queued = sum(1 for j in active if j.current is None)
+        running = len(active) - queued
         if self._nodes is not nodes:  # node-derived totals, recomputed when nodes change
             inf = [n.num_gpus for n in nodes if n.pool == "inference"]
             self._nodes, self._inference, self._server = nodes, sum(inf), max(inf, default=0)

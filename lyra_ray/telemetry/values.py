@@ -48,27 +48,9 @@ def action_counts(actions: Iterable[m.Action]) -> dict[str, int]:
     return out
 
 
-def _busy_gpus(core: SchedulerCore) -> dict[NodeId, int]:
-    """GPUs running training on each node; a space-sharing pair's GPUs count once."""
-    busy: dict[NodeId, int] = {}
-    seen: set[tuple[NodeId, str]] = set()
-    for j in core.active():
-        a = j.current
-        if a is None:
-            continue
-        for node, g in a.nodes:
-            if a.partner is not None:
-                key = (node, "+".join(sorted((j.id, a.partner))))
-                if key in seen:
-                    continue
-                seen.add(key)
-            busy[node] = busy.get(node, 0) + g
-    return busy
-
-
 def gpu_samples(core: SchedulerCore) -> list[Sample]:
     """``lyra_gpus`` by (type, pool, use); every use of every (type, pool) is present."""
-    busy = _busy_gpus(core)
+    busy = core.busy_gpus()
     uses = {"training": ("training", "idle"), "inference": ("serving", "lent", "idle")}
     totals: dict[tuple[str, str, str], int] = {}
     for n in core.nodes.values():
