@@ -44,7 +44,7 @@ def queued_job(name: str) -> dict[str, Any]:
         "total_steps": 10,
         "workers": 1,
         "throughput": {"k80": 1.0},
-        "entrypoint": "jobs.train_example:train_loop",
+        "entrypoint": "lyra_ray.jobs.train_example:train_loop",
     }
 
 

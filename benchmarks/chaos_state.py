@@ -54,11 +54,11 @@ def run(finished: int, batch: int, archive_on: bool, sample_every: int) -> dict[
     from lyra_ray.model.spec import parse_job_spec
     from lyra_ray.model.state import spec_from_dict, spec_to_dict
     from lyra_ray.model.throughput import MeasuredThroughputs, catalogue_throughputs
+    from lyra_ray.policies.base import get_policy
     from lyra_ray.runtime.archive import JobArchive, hand_out_terminal
     from lyra_ray.runtime.ray_runtime import RayRuntime
     from lyra_ray.runtime.store import StateStore
     from lyra_ray.scheduling.core import SchedulerCore, default_rounds
-    from policies.base import get_policy
 
     store = StateStore(tempfile.mkdtemp(prefix="lyra-chaos-state-"))
     archive = JobArchive(store)
@@ -73,7 +73,11 @@ def run(finished: int, batch: int, archive_on: bool, sample_every: int) -> dict[
     core.step(0.0, [m.NodeUp(n) for n in nodes])
     runtime.inventory.nodes = {n.id: n for n in nodes}
     runtime.inventory.gpu_label = {n.id: n.gpu_type for n in nodes}
-    spec = {"total_steps": 100, "workers": 1, "entrypoint": "jobs.train_example:train_loop"}
+    spec = {
+        "total_steps": 100,
+        "workers": 1,
+        "entrypoint": "lyra_ray.jobs.train_example:train_loop",
+    }
     spec["throughput"] = {"v100": 2.0, "p100": 1.0, "k80": 0.5}
     commits: list[tuple[int, int, float, int]] = []  # (finished, bytes, seconds, jobs in state)
     ended = submitted = cycle = 0

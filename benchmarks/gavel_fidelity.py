@@ -29,9 +29,9 @@ sys.path.insert(0, str(ROOT))
 
 from lyra_ray.model.spec import parse_cluster  # noqa: E402
 from lyra_ray.model.throughput import load_gavel_throughputs  # noqa: E402
+from lyra_ray.policies.base import get_policy  # noqa: E402
 from lyra_ray.sim.simulator import Simulator  # noqa: E402
 from lyra_ray.sim.traces import read_gavel_trace  # noqa: E402
-from policies.base import get_policy  # noqa: E402
 
 SHARED = Path(os.environ.get("LYRA_SHARED_DATA", ROOT.parent / "shared" / "data")) / "gavel"
 REFERENCE = ROOT / "tests" / "data" / "gavel_reference.json"

@@ -68,7 +68,7 @@ def _jobs(n: int, day_s: float, steps: int) -> list[tuple[float, dict[str, Any]]
                     "max_workers": 4,
                     "scaling": "linear",
                     "throughput": {GPU: 1.0},
-                    "entrypoint": "jobs.train_example:train_loop",
+                    "entrypoint": "lyra_ray.jobs.train_example:train_loop",
                     "config": {"work_per_step_s": 0.4, "checkpoint_every": 20},
                 },
             )

@@ -30,7 +30,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 log = logging.getLogger("live_overhead")
-TRAIN = "jobs.train_example:train_loop"
+TRAIN = "lyra_ray.jobs.train_example:train_loop"
 
 
 def pct(xs: list[float], q: float) -> float:
@@ -56,8 +56,8 @@ def pure_baseline(queued: int, probe: int) -> list[float]:
     from lyra_ray import model as m
     from lyra_ray.model.spec import parse_job_spec
     from lyra_ray.model.throughput import MeasuredThroughputs, catalogue_throughputs
+    from lyra_ray.policies.base import get_policy
     from lyra_ray.scheduling.core import SchedulerCore
-    from policies.base import get_policy
 
     core = SchedulerCore(
         get_policy("fifo_nonpreemptive"), MeasuredThroughputs(catalogue_throughputs())

@@ -49,9 +49,9 @@ from benchmarks._lyra_report import summarise, tables
 from lyra_ray.model import JobSpec, Node, scaling
 from lyra_ray.model.restart_cost import RESTART_S
 from lyra_ray.model.throughput import SpecThroughputs
+from lyra_ray.policies.base import get_policy
 from lyra_ray.sim.serving import demand_series, diurnal, mean_utilisation
 from lyra_ray.sim.simulator import SimResult, Simulator
-from policies.base import get_policy
 
 ROOT = Path(__file__).resolve().parents[1]
 log = logging.getLogger("lyra_eval")

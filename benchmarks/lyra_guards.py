@@ -24,9 +24,9 @@ if __package__ in (None, ""):
 
 from benchmarks import lyra_eval as E
 from lyra_ray.model.throughput import SpecThroughputs
+from lyra_ray.policies.base import get_policy
 from lyra_ray.sim.serving import demand_series, diurnal
 from lyra_ray.sim.simulator import Simulator
-from policies.base import get_policy
 
 log = logging.getLogger("lyra_guards")
 VARIANTS: dict[str, tuple[str, dict[str, Any]]] = {

@@ -38,10 +38,10 @@ sys.path.insert(0, str(ROOT))
 import numpy as np  # noqa: E402
 import numpy.typing as npt  # noqa: E402
 
-from moe_serving.eplb import plan_eplb  # noqa: E402
-from moe_serving.expert_time import ExpertCost, flat_until  # noqa: E402
-from moe_serving.plan_io import read_load_file  # noqa: E402
-from moe_serving.planner import (  # noqa: E402
+from lyra_ray.moe_serving.eplb import plan_eplb  # noqa: E402
+from lyra_ray.moe_serving.expert_time import ExpertCost, flat_until  # noqa: E402
+from lyra_ray.moe_serving.plan_io import read_load_file  # noqa: E402
+from lyra_ray.moe_serving.planner import (  # noqa: E402
     Placement,
     device_loads,
     plan_for_batch,
@@ -186,7 +186,7 @@ def main(argv: list[str] | None = None) -> int:
             "samples": args.samples,
             "seed": args.seed,
             "batches": BATCHES,
-            "cost_model": "moe_serving.expert_time, H200 constants",
+            "cost_model": "lyra_ray.moe_serving.expert_time, H200 constants",
             "command": ".venv/bin/python benchmarks/moe_cost_gain.py",
         },
         "rows": rows,

@@ -26,7 +26,7 @@ sys.path.insert(0, str(ROOT))
 import numpy as np  # noqa: E402
 from scipy.optimize import least_squares  # noqa: E402
 
-from moe_serving import expert_time as et  # noqa: E402
+from lyra_ray.moe_serving import expert_time as et  # noqa: E402
 
 SHAPES = {
     "mixtral-8x7b expert (4096x14336)": (4096, 14336),

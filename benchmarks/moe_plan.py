@@ -28,7 +28,7 @@ import numpy as np  # noqa: E402
 import torch  # noqa: E402
 
 from benchmarks.moe.estimator_eval import compare_estimators  # noqa: E402
-from moe_serving.plan_io import planner_for, read_load_file, report  # noqa: E402
+from lyra_ray.moe_serving.plan_io import planner_for, read_load_file, report  # noqa: E402
 
 log = logging.getLogger("moe_plan")
 ALGOS = ("lina", "eplb-global", "eplb-hierarchical")

@@ -18,7 +18,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from moe_serving.cli import add_model_args  # noqa: E402
+from lyra_ray.moe_serving.cli import add_model_args  # noqa: E402
 
 EXIT_BAD_INPUT = 2
 

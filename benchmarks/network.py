@@ -137,10 +137,10 @@ def sim_placement(
     from lyra_ray.model.throughput import load_gavel_throughputs
     from lyra_ray.network.config import parse_network, topology_for
     from lyra_ray.network.ring import RingCommModel
+    from lyra_ray.placement.ring import make_placer
+    from lyra_ray.policies.base import get_policy
     from lyra_ray.sim.simulator import Simulator
     from lyra_ray.sim.traces import read_gavel_trace
-    from placement.ring import make_placer
-    from policies.base import get_policy
 
     model = load_gavel_throughputs(THROUGHPUTS)
     specs = read_gavel_trace(TRACE, known_job_types=model.job_types)[:max_jobs]

@@ -44,9 +44,9 @@ from lyra_ray import model as m  # noqa: E402
 from lyra_ray.model import JobSpec  # noqa: E402
 from lyra_ray.model.spec import parse_cluster  # noqa: E402
 from lyra_ray.model.throughput import CatalogueThroughputs, load_gavel_throughputs  # noqa: E402
+from lyra_ray.policies.base import get_policy  # noqa: E402
 from lyra_ray.sim.simulator import Simulator  # noqa: E402
 from lyra_ray.sim.traces import read_gavel_trace  # noqa: E402
-from policies.base import get_policy  # noqa: E402
 
 SHARED = Path(os.environ.get("LYRA_SHARED_DATA", ROOT.parent / "shared" / "data")) / "gavel"
 TRACE_NAME = "generated_continuous_single_seed0_lam1200_3000jobs.trace"

@@ -29,17 +29,17 @@ sys.path.insert(0, str(ROOT))
 
 
 from lyra_ray.model import ClusterSnapshot  # noqa: E402
-from policies.base import get_policy  # noqa: E402
-from policies.gavel import reference_cvxpy as ref  # noqa: E402
-from policies.gavel.cost import DEFAULT_PRICES, prices, slo_floors  # noqa: E402
-from policies.gavel.finish_time_fairness import solve_ftf  # noqa: E402
-from policies.gavel.inputs import build_problem  # noqa: E402
-from policies.gavel.max_min_fairness import las_coefficients, solve_las  # noqa: E402
-from policies.gavel.max_sum_throughput import solve_sum  # noqa: E402
-from policies.gavel.min_total_duration import solve_makespan  # noqa: E402
-from policies.gavel.packed import _las_scale, solve_packed_las  # noqa: E402
-from policies.gavel.pairs import candidate_pairs  # noqa: E402
-from policies.gavel.water_filling import hierarchical_weights, solve_water_filling  # noqa: E402
+from lyra_ray.policies.base import get_policy  # noqa: E402
+from lyra_ray.policies.gavel import reference_cvxpy as ref  # noqa: E402
+from lyra_ray.policies.gavel.cost import DEFAULT_PRICES, prices, slo_floors  # noqa: E402
+from lyra_ray.policies.gavel.finish_time_fairness import solve_ftf  # noqa: E402
+from lyra_ray.policies.gavel.inputs import build_problem  # noqa: E402
+from lyra_ray.policies.gavel.max_min_fairness import las_coefficients, solve_las  # noqa: E402
+from lyra_ray.policies.gavel.max_sum_throughput import solve_sum  # noqa: E402
+from lyra_ray.policies.gavel.min_total_duration import solve_makespan  # noqa: E402
+from lyra_ray.policies.gavel.packed import _las_scale, solve_packed_las  # noqa: E402
+from lyra_ray.policies.gavel.pairs import candidate_pairs  # noqa: E402
+from lyra_ray.policies.gavel.water_filling import hierarchical_weights, solve_water_filling  # noqa: E402
 from tests.gavel_builders import random_snapshot  # noqa: E402
 
 SHARED = Path(os.environ.get("LYRA_SHARED_DATA", ROOT.parent / "shared" / "data"))

@@ -40,7 +40,7 @@ except ImportError:
 import lyra_ray
 from lyra_ray.sim.simulator import Simulator
 from lyra_ray.sim.traces import read_gavel_trace
-from policies.base import get_policy
+from lyra_ray.policies.base import get_policy
 shared = Path(sys.argv[1])
 model = load_gavel_throughputs(shared / "simulation_throughputs.json")
 specs = read_gavel_trace(shared / "traces" / sys.argv[2], known_job_types=model.job_types)

@@ -34,7 +34,7 @@ from lyra_ray.runtime.embedded import embedded_cluster  # noqa: E402
 from lyra_ray.runtime.restart_phases import PHASES  # noqa: E402
 
 OUT = ROOT / "benchmarks" / "results" / "resize_phases.json"
-TRAIN = "jobs.train_example:train_loop"
+TRAIN = "lyra_ray.jobs.train_example:train_loop"
 
 
 def _job(name: str, steps: int, **kw: Any) -> dict[str, Any]:
@@ -104,7 +104,7 @@ def main() -> int:
     out = {
         "command": "benchmarks/resize_phases.py --cycles " + str(args.cycles),
         "host": {"cpus": __import__("os").cpu_count(), "python": platform.python_version()},
-        "cluster": "embedded: one node of 4 fake V100s; jobs.train_example (tiny MLP)",
+        "cluster": "embedded: one node of 4 fake V100s; lyra_ray.jobs.train_example (tiny MLP)",
         "resizes": recs,
         "interrupted": interrupted,
         "median_s": med,

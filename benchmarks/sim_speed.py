@@ -26,9 +26,9 @@ sys.path.insert(0, str(ROOT))
 
 from lyra_ray.model.spec import parse_cluster  # noqa: E402
 from lyra_ray.model.throughput import load_gavel_throughputs  # noqa: E402
+from lyra_ray.policies.base import available_policies, get_policy  # noqa: E402
 from lyra_ray.sim.simulator import Simulator  # noqa: E402
 from lyra_ray.sim.traces import read_gavel_trace  # noqa: E402
-from policies.base import available_policies, get_policy  # noqa: E402
 
 SHARED = ROOT.parent / "shared" / "data" / "gavel"
 TRACE = SHARED / "traces" / "generated_continuous_single_seed0_lam1200_3000jobs.trace"

@@ -6,7 +6,7 @@ Two kinds of number live here, and each says which it is:
   NVIDIA H200 on 2026-11-26 (``../shared/data/gpu/h200.json``, copied into the package
   as ``lyra_ray/model/data/h200_throughputs.json`` with its provenance; method and
   noise in ``docs/profiling.md``). The jobs measured are shaped like these types
-  (:mod:`jobs.models`).
+  (:mod:`lyra_ray.jobs.models`).
 * **Estimates** (``a100``, ``v100``, ``p100``, ``t4``, ``k80`` and every share in
   :data:`KEEP_WHEN_SHARED`): the project's own round numbers, shaped like published
   measurements (V100 ≈ 1.5–3x P100 ≈ 2–6x K80 depending on the model, after Gavel's

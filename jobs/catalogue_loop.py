@@ -1,6 +1,6 @@
-"""A Ray Train entrypoint for every catalogue job type: the model of :mod:`jobs.models`.
+"""A Ray Train entrypoint for every catalogue job type: the model of :mod:`lyra_ray.jobs.models`.
 
-``entrypoint: jobs.catalogue_loop:train_loop`` with ``config: {job_type: resnet18}``
+``entrypoint: lyra_ray.jobs.catalogue_loop:train_loop`` with ``config: {job_type: resnet18}``
 runs the job type the catalogue and the H200 table describe, preemptible and resizable
 like any lyra job (``size``: ``auto``, the default, is ``real`` on a CUDA GPU and
 ``tiny`` on fake GPUs).
@@ -29,7 +29,7 @@ def _device() -> str:
 
 def train_loop(config: dict[str, Any]) -> None:
     """``train_loop_per_worker``: steps the catalogue model named by ``job_type``."""
-    from jobs.models import build
+    from lyra_ray.jobs.models import build
 
     loop = StepLoop(config)
     distributed = loop.world > 1 and dist.is_available() and dist.is_initialized()

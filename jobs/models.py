@@ -173,7 +173,7 @@ def build(
 ) -> Built:
     """``job_type`` at ``size`` on ``device``; ValueError names a bad one. ``grad_hook``
     runs between backward and the optimiser step (a data-parallel run averages the
-    gradients there: :mod:`jobs.catalogue_loop`)."""
+    gradients there: :mod:`lyra_ray.jobs.catalogue_loop`)."""
     if size == "auto":  # real shapes where there is a real GPU, tiny on fake ones
         size = "real" if torch.device(device).type == "cuda" else "tiny"
     if job_type not in SHAPES:

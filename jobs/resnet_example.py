@@ -9,7 +9,7 @@ data stream where they were (each step's batch is a function of the step and the
 so a rerun sees the same data), losing at most one checkpoint interval if it is killed
 instead of stopped.
 
-Name it in a job as ``entrypoint: jobs.resnet_example:train_loop`` (or copy the file
+Name it in a job as ``entrypoint: lyra_ray.jobs.resnet_example:train_loop`` (or copy the file
 into your own directory and submit with ``--working-dir``: docs/training.md). Config
 keys: ``total_steps`` (set by lyra), ``checkpoint_every`` (20), ``batch_size`` (16 per
 worker), ``width`` (16 channels), ``blocks`` (2 per stage), ``image`` (32 px),

@@ -5,7 +5,7 @@ real Ray Train machinery (gloo process group, DDP, checkpoints, preemption) on a
 with fake GPUs. ``torch.cuda`` is unavailable there, so the loop picks ``cpu`` and wraps
 DDP itself instead of ``ray.train.torch.prepare_model`` (which insists on the GPU).
 
-Name it in a JobSpec as ``entrypoint: jobs.train_example:train_loop``. Config keys:
+Name it in a JobSpec as ``entrypoint: lyra_ray.jobs.train_example:train_loop``. Config keys:
 ``total_steps`` (set by the runtime), ``checkpoint_every`` (default 20), ``batch_size``
 (32), ``hidden`` (32), ``lr`` (0.01), ``step_sleep_s`` (0: extra seconds per step that
 stand in for a bigger model, so that a job lives long enough to be preempted),

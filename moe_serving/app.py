@@ -32,10 +32,10 @@ from ray import serve
 from ray.serve.handle import DeploymentHandle
 from ray.util import metrics
 
-from moe_serving.dynamic import chunk_hosts, static_hosts
-from moe_serving.expert_time import ExpertCost
-from moe_serving.experts import ExpertWeights, expert_ffn
-from moe_serving.model import MoEConfig, MoEModel
+from lyra_ray.moe_serving.dynamic import chunk_hosts, static_hosts
+from lyra_ray.moe_serving.expert_time import ExpertCost
+from lyra_ray.moe_serving.experts import ExpertWeights, expert_ffn
+from lyra_ray.moe_serving.model import MoEConfig, MoEModel
 
 log = logging.getLogger(__name__)
 APP_NAME = "moe"

@@ -40,7 +40,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from moe_serving.packing import apportion
+from lyra_ray.moe_serving.packing import apportion
 
 Loads = npt.NDArray[np.float64]
 Ints = npt.NDArray[np.int64]

@@ -1,6 +1,7 @@
 """`lyra moe {plan,serve}` — registered into the lead's `lyra` CLI via ``register``.
 
-Standalone too: ``python -m moe_serving.cli moe plan --load FILE --gpus 32 --replicas 288``.
+Standalone too:
+``python -m lyra_ray.moe_serving.cli moe plan --load FILE --gpus 32 --replicas 288``.
 Bad input exits with code 2 and a message naming the file or flag, never a traceback.
 The serving benchmark is a script, benchmarks/moe_serving.py: measurement code stays out of
 the package.
@@ -15,7 +16,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from moe_serving.plan_io import (
+from lyra_ray.moe_serving.plan_io import (
     ALGORITHMS,
     LoadFileError,
     check_budget,
@@ -66,7 +67,7 @@ def cmd_plan(args: argparse.Namespace) -> int:
 
 def cmd_serve(args: argparse.Namespace) -> int:
     """Deploy the MoE app on a private local cluster, send traffic, re-plan periodically."""
-    from moe_serving.cli_serve import serve_main
+    from lyra_ray.moe_serving.cli_serve import serve_main
 
     rc: int = serve_main(args)
     return rc
@@ -117,7 +118,7 @@ def register(subparsers: Any) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Standalone entry point: ``python -m moe_serving.cli moe plan ...``."""
+    """Standalone entry point: ``python -m lyra_ray.moe_serving.cli moe plan ...``."""
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
     parser = argparse.ArgumentParser(prog="lyra")
     register(parser.add_subparsers(dest="command", required=True))

@@ -14,9 +14,9 @@ import time
 import numpy as np
 
 from lyra_ray.model.errors import InputError
-from moe_serving.model import MoEModel
-from moe_serving.setup import ServingSetup, config_from_args, phase1_plan
-from moe_serving.workload import sample_batch, topic_mix
+from lyra_ray.moe_serving.model import MoEModel
+from lyra_ray.moe_serving.setup import ServingSetup, config_from_args, phase1_plan
+from lyra_ray.moe_serving.workload import sample_batch, topic_mix
 
 log = logging.getLogger(__name__)
 
@@ -24,9 +24,9 @@ log = logging.getLogger(__name__)
 def serve_main(args: argparse.Namespace) -> int:
     from ray import serve
 
-    from moe_serving.app import APP_NAME, build_app
-    from moe_serving.local_cluster import local_cluster
-    from moe_serving.scaler import Replanner
+    from lyra_ray.moe_serving.app import APP_NAME, build_app
+    from lyra_ray.moe_serving.local_cluster import local_cluster
+    from lyra_ray.moe_serving.scaler import Replanner
 
     if args.replicas < args.experts:
         raise InputError(

@@ -23,7 +23,7 @@ from __future__ import annotations
 import numpy as np
 import numpy.typing as npt
 
-from moe_serving.packing import apportion
+from lyra_ray.moe_serving.packing import apportion
 
 Ints = npt.NDArray[np.int64]
 

@@ -20,7 +20,7 @@ import numpy as np
 import torch
 from torch import Tensor
 
-from moe_serving.planner import Loads, Placement, check_shape
+from lyra_ray.moe_serving.planner import Loads, Placement, check_shape
 
 
 def balanced_packing(weight: Tensor, packs: int) -> tuple[Tensor, Tensor]:

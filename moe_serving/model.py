@@ -35,7 +35,7 @@ import numpy.typing as npt
 import torch
 from torch import Tensor, nn
 
-from moe_serving.experts import ExpertWeights
+from lyra_ray.moe_serving.experts import ExpertWeights
 
 # Gate calibration: a balanced profiling sample of PROFILE_SEQS_PER_TOPIC sequences per topic,
 # PROFILE_SEQ tokens each, drawn from its own generator (seed + PROFILE_SEED_OFFSET) so the

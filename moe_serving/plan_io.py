@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from moe_serving.planner import Loads, Placement, default_slots, max_over_mean, plan_lina
+from lyra_ray.moe_serving.planner import Loads, Placement, default_slots, max_over_mean, plan_lina
 
 ALGORITHMS = ("lina", "eplb-global", "eplb-hierarchical")
 
@@ -67,7 +67,7 @@ def planner_for(
     if algorithm == "lina":
         return lambda load: plan_lina(load, replicas, gpus, slots)
     if algorithm in ("eplb-global", "eplb-hierarchical"):
-        from moe_serving.eplb import plan_eplb
+        from lyra_ray.moe_serving.eplb import plan_eplb
 
         g, n = (1, 1) if algorithm == "eplb-global" else (groups, nodes)
         return lambda load: plan_eplb(load, replicas, gpus, g, n)

@@ -25,8 +25,8 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
-from moe_serving.expert_time import ExpertCost
-from moe_serving.packing import apportion, expand, greedy_pack, refine_swaps
+from lyra_ray.moe_serving.expert_time import ExpertCost
+from lyra_ray.moe_serving.packing import apportion, expand, greedy_pack, refine_swaps
 
 Loads = npt.NDArray[np.float64]
 Ints = npt.NDArray[np.int64]

@@ -18,8 +18,8 @@ import numpy as np
 import numpy.typing as npt
 from ray import serve
 
-from moe_serving.app import APP_NAME, INGRESS_NAME, expert_name
-from moe_serving.planner import Placement, replan
+from lyra_ray.moe_serving.app import APP_NAME, INGRESS_NAME, expert_name
+from lyra_ray.moe_serving.planner import Placement, replan
 
 log = logging.getLogger(__name__)
 

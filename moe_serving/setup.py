@@ -14,10 +14,10 @@ import numpy as np
 import numpy.typing as npt
 import torch
 
-from moe_serving.model import MoEConfig, MoEModel
-from moe_serving.planner import Placement, plan_lina
-from moe_serving.popularity import PathEstimator, Routes
-from moe_serving.workload import sample_batch
+from lyra_ray.moe_serving.model import MoEConfig, MoEModel
+from lyra_ray.moe_serving.planner import Placement, plan_lina
+from lyra_ray.moe_serving.popularity import PathEstimator, Routes
+from lyra_ray.moe_serving.workload import sample_batch
 
 
 @dataclass(frozen=True)
@@ -68,7 +68,7 @@ def phase1_plan(model: MoEModel, setup: ServingSetup) -> Placement:
 
 
 def config_from_args(args: argparse.Namespace) -> MoEConfig:
-    """The model flags (``moe_serving.cli.add_model_args``) as a config."""
+    """The model flags (``lyra_ray.moe_serving.cli.add_model_args``) as a config."""
     return MoEConfig(
         layers=args.layers,
         experts=args.experts,

@@ -12,7 +12,7 @@ import numpy as np
 import numpy.typing as npt
 import torch
 
-from moe_serving.model import MoEConfig
+from lyra_ray.moe_serving.model import MoEConfig
 
 
 def topic_mix(topics: int, favoured: list[int], weight: float = 0.85) -> npt.NDArray[np.float64]:

@@ -28,7 +28,7 @@ from collections.abc import Mapping
 from lyra_ray.model import Assignment, ClusterSnapshot, JobId, NodeId
 from lyra_ray.network.ring import RingLoads
 from lyra_ray.network.topology import Topology
-from placement.placer import ConsolidatingPlacer, usable_capacity
+from lyra_ray.placement.placer import ConsolidatingPlacer, usable_capacity
 
 Choice = tuple[float, int, list[tuple[NodeId, int]]]
 """(ring bottleneck bandwidth, -servers used, nodes)."""

@@ -1,1 +1,1 @@
-"""Allocation policies. Every policy implements :class:`policies.base.Policy`."""
+"""Allocation policies. Every policy implements :class:`lyra_ray.policies.base.Policy`."""

@@ -71,7 +71,11 @@ class PolicyError(ValueError):
 
 
 _REGISTRY: dict[str, Callable[..., Policy]] = {}
-_BUILTIN_PACKAGES = ("policies.baselines", "policies.gavel", "policies.lyra")
+_BUILTIN_PACKAGES = (
+    "lyra_ray.policies.baselines",
+    "lyra_ray.policies.gavel",
+    "lyra_ray.policies.lyra",
+)
 
 P = TypeVar("P")
 
@@ -124,7 +128,7 @@ def get_policy(spec: str, **kwargs: Any) -> Policy:
     if missing:
         raise PolicyError(
             f"policy {spec!r} lacks {', '.join(missing)}: "
-            "subclass policies.base.PolicyBase for the defaults"
+            "subclass lyra_ray.policies.base.PolicyBase for the defaults"
         )
     return cast(Policy, policy)
 

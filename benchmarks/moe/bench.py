@@ -35,12 +35,12 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from moe_serving.bottleneck import ideal_report
-from moe_serving.expert_time import ExpertCost
-from moe_serving.model import MoEModel
-from moe_serving.planner import replan
-from moe_serving.popularity import load_counts
-from moe_serving.setup import (
+from lyra_ray.moe_serving.bottleneck import ideal_report
+from lyra_ray.moe_serving.expert_time import ExpertCost
+from lyra_ray.moe_serving.model import MoEModel
+from lyra_ray.moe_serving.planner import replan
+from lyra_ray.moe_serving.popularity import load_counts
+from lyra_ray.moe_serving.setup import (
     ServingSetup,
     config_from_args,
     phase1_plan,
@@ -101,7 +101,7 @@ def calibrate(setup: BenchSetup, sizes: tuple[int, ...] = (8, 32, 64, 128)) -> d
     """
     from ray import serve
 
-    from moe_serving.app import APP_NAME, expert_name
+    from lyra_ray.moe_serving.app import APP_NAME, expert_name
 
     h = serve.get_deployment_handle(expert_name(0, 0), APP_NAME)
     d, hid = setup.device_dim, setup.device_hidden
@@ -192,8 +192,8 @@ def bench_on_cluster(
     """
     from ray import serve
 
-    from moe_serving.app import APP_NAME, ServiceTime, build_app
-    from moe_serving.scaler import apply_counts
+    from lyra_ray.moe_serving.app import APP_NAME, ServiceTime, build_app
+    from lyra_ray.moe_serving.scaler import apply_counts
 
     cfg = setup.cfg
     model = MoEModel(cfg)

@@ -80,7 +80,7 @@ def run_sweep(
     host restart or Ctrl-C during the last seed (or during Serve's shutdown) must not lose
     the seeds that finished.
     """
-    from moe_serving.local_cluster import local_cluster
+    from lyra_ray.moe_serving.local_cluster import local_cluster
 
     devices = max(s.replicas * s.cfg.layers for s in setups)
     runs: list[dict[str, Any]] = []

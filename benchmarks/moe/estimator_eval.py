@@ -13,9 +13,14 @@ from typing import Any
 
 import numpy as np
 
-from moe_serving.model import MoEConfig, MoEModel
-from moe_serving.popularity import MarginalEstimator, PathEstimator, load_counts, load_error
-from moe_serving.workload import sample_batch, topic_mix
+from lyra_ray.moe_serving.model import MoEConfig, MoEModel
+from lyra_ray.moe_serving.popularity import (
+    MarginalEstimator,
+    PathEstimator,
+    load_counts,
+    load_error,
+)
+from lyra_ray.moe_serving.workload import sample_batch, topic_mix
 
 
 def compare_estimators(

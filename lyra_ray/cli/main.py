@@ -27,7 +27,7 @@ _GROUPS = (
     "lyra_ray.cli.dashboard",
     "lyra_ray.cli.plan",
     "lyra_ray.cli.profile",
-    "moe_serving.cli",
+    "lyra_ray.moe_serving.cli",
 )
 
 

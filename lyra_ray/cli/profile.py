@@ -71,7 +71,7 @@ def _positive(name: str, v: float | None, whole: bool = False, most: float = 1e6
 
 def profiled_jobs(args: argparse.Namespace) -> list[ProfiledJob]:
     """The jobs the command names, checked before anything touches the cluster."""
-    from jobs.models import JOB_TYPES
+    from lyra_ray.jobs.models import JOB_TYPES
 
     jobs: list[ProfiledJob] = []
     try:
@@ -88,7 +88,7 @@ def profiled_jobs(args: argparse.Namespace) -> list[ProfiledJob]:
                 t,
                 {"job_type": t, "size": args.size},
                 counts,
-                entrypoint="jobs.catalogue_loop:train_loop",
+                entrypoint="lyra_ray.jobs.catalogue_loop:train_loop",
                 config={"job_type": t, "size": args.size},
             )
         )
@@ -216,7 +216,7 @@ def _run(args: argparse.Namespace) -> int:
             j.key,
             j.side,
             worker_counts(min(j.workers), max(j.workers), max(gpus.values()))
-            if j.entrypoint != "jobs.catalogue_loop:train_loop"
+            if j.entrypoint != "lyra_ray.jobs.catalogue_loop:train_loop"
             else j.workers,
             j.runtime_env,
             j.entrypoint,

@@ -206,10 +206,10 @@ def _serving_demand(
 
 def run_simulate(args: argparse.Namespace) -> int:
     from lyra_ray.model.spec import parse_cluster
+    from lyra_ray.placement.ring import make_placer
+    from lyra_ray.policies.base import PolicyError, get_policy
     from lyra_ray.sim.report import render_table, to_json, write_plots
     from lyra_ray.sim.simulator import Simulator
-    from placement.ring import make_placer
-    from policies.base import PolicyError, get_policy
 
     nodes = parse_cluster(args.cluster, args.gpus_per_node)
     inference = _inference_nodes(args)

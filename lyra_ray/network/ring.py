@@ -7,7 +7,7 @@ spine uplink and downlink once). Each inter-server ring edge carries
 ``2 (W - 1) / W x gradient bytes`` per step for ``W`` workers, so the ring's step
 communication time is that over the ring's bottleneck rate.
 
-Two users: GADGET-style placement (:mod:`placement.ring`) scores a candidate by the
+Two users: GADGET-style placement (:mod:`lyra_ray.placement.ring`) scores a candidate by the
 bottleneck bandwidth its ring would get, given the rings already on each link; and the
 trace simulator's :class:`RingCommModel` slows each placed job by its communication
 time, with all rings sharing the fabric max-min fairly (each ring one multi-link flow at

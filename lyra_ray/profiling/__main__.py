@@ -37,7 +37,7 @@ def gpu_type_name() -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from jobs.models import JOB_TYPES
+    from lyra_ray.jobs.models import JOB_TYPES
 
     p = argparse.ArgumentParser(prog="python -m lyra_ray.profiling", description=__doc__)
     p.add_argument("--job-types", default=",".join(JOB_TYPES))

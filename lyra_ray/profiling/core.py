@@ -197,10 +197,10 @@ def _side(raw: Mapping[str, Any]) -> int:
 
 
 def _runner(side: Mapping[str, Any], device: str) -> Callable[[Callable[[int], bool]], None]:
-    """What steps the side: a catalogue model (:mod:`jobs.models`), or the user's own
+    """What steps the side: a catalogue model (:mod:`lyra_ray.jobs.models`), or the user's own
     Train loop run with :class:`~lyra_ray.train.StepLoop` in profile mode."""
     if "job_type" in side:
-        from jobs.models import build
+        from lyra_ray.jobs.models import build
 
         step = build(str(side["job_type"]), str(side.get("size", "tiny")), device).step
 

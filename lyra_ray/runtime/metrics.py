@@ -20,10 +20,10 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from lyra_ray import model as m
+from lyra_ray.policies.base import Policy
 from lyra_ray.scheduling.core import SchedulerCore
 from lyra_ray.telemetry.catalogue import METRICS, MetricDef
 from lyra_ray.telemetry.values import Sample, StepRates, action_counts, state_samples
-from policies.base import Policy
 
 log = logging.getLogger(__name__)
 

@@ -40,6 +40,7 @@ from lyra_ray.model.throughput import (
     catalogue_throughputs,
     parse_gavel_throughputs,
 )
+from lyra_ray.policies.base import Policy, get_policy
 from lyra_ray.runtime.archive import JobArchive, describe, hand_out_terminal
 from lyra_ray.runtime.auth import Users
 from lyra_ray.runtime.boundary import Boundary, JobMeta, check_origin, owned
@@ -54,7 +55,6 @@ from lyra_ray.runtime.store import StateStore
 from lyra_ray.runtime.user_env import RENEW_S, UriKeeper
 from lyra_ray.scheduling.core import SchedulerCore, default_rounds
 from lyra_ray.scheduling.waiting import WaitReason
-from policies.base import Policy, get_policy
 
 log = logging.getLogger(__name__)
 

@@ -32,14 +32,14 @@ from typing import Any
 from lyra_ray import model as m
 from lyra_ray.model import Assignment, ClusterSnapshot, Decision, JobId, NodeId
 from lyra_ray.model.state import JobState
+from lyra_ray.placement.placer import ConsolidatingPlacer
+from lyra_ray.policies.base import Policy
 from lyra_ray.scheduling import persist
 from lyra_ray.scheduling.backfill import idle_gpus_wanted, may_start_early
 from lyra_ray.scheduling.diff import job_actions
 from lyra_ray.scheduling.folding import EventFolding
 from lyra_ray.scheduling.interfaces import Placer, RoundMechanismLike, Runtime, default_rounds
 from lyra_ray.scheduling.waiting import WaitReason, wait_reasons
-from placement.placer import ConsolidatingPlacer
-from policies.base import Policy
 
 log = logging.getLogger(__name__)
 

@@ -14,7 +14,7 @@ from typing import Any, Protocol
 
 from lyra_ray import model as m
 from lyra_ray.model import Assignment, ClusterSnapshot, JobId, NodeId
-from policies.base import Policy
+from lyra_ray.policies.base import Policy
 
 
 class Runtime(Protocol):

@@ -1,6 +1,6 @@
 """Lina's MoE model as a lyra inference service, on the servers lyra lends and reclaims.
 
-WHY one deployment per GPU, not one per expert (as ``moe_serving.app`` has for a cluster
+WHY one deployment per GPU, not one per expert (as ``lyra_ray.moe_serving.app`` has for a cluster
 of its own): lyra lends and reclaims whole servers, so a server's replicas must form one
 application that can be drained and deleted alone (:mod:`lyra_ray.serving.apps`); and
 Lina places expert *replicas on devices*. Each GPU of a serving server is a deployment
@@ -12,7 +12,7 @@ re-plans onto the devices left; a reclaim re-plans with the server back; in betw
 phase 2 re-plans the layers whose actual routing drifted from the plan.
 
 A device stands for a GPU running its experts: each call takes, inside the device lock, the
-H200 expert-time model of the tokens it carries (``moe_serving.expert_time``: a roofline
+H200 expert-time model of the tokens it carries (``lyra_ray.moe_serving.expert_time``: a roofline
 with a launch floor) for the service's expert shape (``dim`` x ``hidden``), slept out on
 the CPU-only hosts here after the real (small) expert runs. A spec that sets ``service_ms``
 gets that constant per call instead (:func:`call_seconds`).
@@ -34,11 +34,11 @@ from typing import Any
 import numpy as np
 from ray import serve
 
+from lyra_ray.moe_serving.expert_time import ExpertCost
 from lyra_ray.serving.meter import RequestMeter
 from lyra_ray.serving.moe_metrics import ExpertMetrics
 from lyra_ray.serving.moe_plan import Device, RoutingTable, devices_of, plan_devices
 from lyra_ray.serving.spec import moe_knobs
-from moe_serving.expert_time import ExpertCost
 
 log = logging.getLogger(__name__)
 
@@ -99,7 +99,7 @@ class MoEDevice:
         return len(keep)
 
     async def __call__(self, layer: int, expert: int, x: Any, ref: list[Any]) -> Any:
-        from moe_serving.experts import expert_ffn
+        from lyra_ray.moe_serving.experts import expert_ffn
 
         w = self.hosted.get((layer, expert))
         if w is None:  # a plan moved the expert away under a request still running
@@ -126,8 +126,8 @@ class MoEServiceIngress:
         import ray
         import torch
 
-        from moe_serving.model import MoEConfig, MoEModel
-        from moe_serving.setup import ServingSetup, phase1_load
+        from lyra_ray.moe_serving.model import MoEConfig, MoEModel
+        from lyra_ray.moe_serving.setup import ServingSetup, phase1_load
 
         torch.set_num_threads(1)
         self.torch = torch
@@ -220,7 +220,7 @@ class MoEServiceIngress:
         load seen lately (phase 1's estimate before any). With ``actual``: phase 2 on the
         same devices, re-planning only the layers whose shares left the plan's.
         """
-        from moe_serving.planner import replan
+        from lyra_ray.moe_serving.planner import replan
 
         if self._plan_lock is None:
             self._plan_lock = asyncio.Lock()
@@ -279,7 +279,7 @@ class MoEServiceIngress:
     # ---------------------------------------------------------------- requests
 
     async def _run(self, tokens: Any) -> tuple[Any, frozenset[str]]:
-        from moe_serving.dynamic import chunk_hosts, static_hosts
+        from lyra_ray.moe_serving.dynamic import chunk_hosts, static_hosts
 
         deadline = time.monotonic() + WAIT_FOR_TABLE_S
         while self.table is None and time.monotonic() < deadline:
@@ -330,7 +330,7 @@ class MoEServiceIngress:
     def _tokens(self, body: Any) -> Any:
         """The request's token ids [B, T]; a body without ``tokens`` gets a sampled batch
         (its topic mix drawn per request), which is what load tests send."""
-        from moe_serving.workload import sample_batch
+        from lyra_ray.moe_serving.workload import sample_batch
 
         raw = body.get("tokens") if isinstance(body, dict) else None
         if raw is None:

@@ -4,11 +4,11 @@ WHY its own module: the plan is the part of the MoE service that must be right w
 Serve does, so it is plain numpy, testable without a cluster. A *device* is one GPU of a
 serving inference server; each holds ``slots`` expert replicas of every layer. The
 replica budget of a layer is ``devices * slots``: lending a server lowers it, and the
-plan is made again, by Lina's planner (``moe_serving.planner``), onto the devices left.
+plan is made again, by Lina's planner (``lyra_ray.moe_serving.planner``), onto the devices left.
 
 Which chunk goes to which device is decided here too (:meth:`RoutingTable.devices_for`):
 an expert's chunks go one to each of its replicas, and chunks a request borrows onto
-another expert's replicas (``moe_serving.dynamic``) go to that expert's replicas it
+another expert's replicas (``lyra_ray.moe_serving.dynamic``) go to that expert's replicas it
 leaves idle, so no replica gets two chunks of one request-layer.
 """
 
@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import numpy.typing as npt
 
-from moe_serving.planner import Placement, plan_lina, shares
+from lyra_ray.moe_serving.planner import Placement, plan_lina, shares
 
 Loads = npt.NDArray[np.float64]
 

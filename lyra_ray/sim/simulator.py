@@ -16,12 +16,12 @@ from typing import Any
 
 from lyra_ray import model as m
 from lyra_ray.model import JobSpec, Node
+from lyra_ray.policies.base import Policy
 from lyra_ray.scheduling.core import SchedulerCore
 from lyra_ray.scheduling.interfaces import Placer
 from lyra_ray.sim.events import EventQueue
 from lyra_ray.sim.metrics import Recorder, job_records, summarise
 from lyra_ray.sim.runtime import RateModel, SimRuntime
-from policies.base import Policy
 
 log = logging.getLogger(__name__)
 

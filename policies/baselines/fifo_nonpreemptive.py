@@ -4,7 +4,7 @@ Jobs are considered in arrival order; each takes the first GPU type (largest poo
 then by name — throughput is never looked at) with enough free GPUs for its minimum
 size, and keeps them until it finishes. A job that does not fit is skipped, not waited
 for (first-fit), so one large job does not idle the whole cluster. Elastic jobs run at
-their minimum. Gavel's round-based ``fifo`` lives in :mod:`policies.gavel`.
+their minimum. Gavel's round-based ``fifo`` lives in :mod:`lyra_ray.policies.gavel`.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import ClassVar
 
 from lyra_ray.model import Allocation, ClusterSnapshot, GpuType, JobId
-from policies.base import PolicyBase, register
+from lyra_ray.policies.base import PolicyBase, register
 
 
 @register

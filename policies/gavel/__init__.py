@@ -3,7 +3,7 @@
 Importing this package registers every policy under the name Gavel uses.
 """
 
-from policies.gavel import (
+from lyra_ray.policies.gavel import (
     allox,
     cost,
     fifo,

@@ -21,10 +21,10 @@ import scipy.sparse as sp
 from numpy.typing import NDArray
 
 from lyra_ray.model import Allocation, ClusterSnapshot
-from policies.base import PolicyBase, register
-from policies.gavel.highs_model import INF, pass_lp, run_simplex
-from policies.gavel.inputs import FloatArray, build_problem, to_allocation
-from policies.gavel.lp import new_highs
+from lyra_ray.policies.base import PolicyBase, register
+from lyra_ray.policies.gavel.highs_model import INF, pass_lp, run_simplex
+from lyra_ray.policies.gavel.inputs import FloatArray, build_problem, to_allocation
+from lyra_ray.policies.gavel.lp import new_highs
 
 
 def _transport(
@@ -40,7 +40,7 @@ def _transport(
     two inequalities), each (type, position) slot holding at most its type's GPUs.
     Built straight into CSC (column (m, j, q) has exactly two entries) and solved by
     dual simplex without presolve, which costs more than it saves on this simple
-    structure (:func:`~policies.gavel.highs_model.run_simplex`)."""
+    structure (:func:`~lyra_ray.policies.gavel.highs_model.run_simplex`)."""
     n = runnable.shape[0]
     ncol = n * k * depth
     m_idx, j_idx, q_idx = np.unravel_index(np.arange(ncol), (n, k, depth))

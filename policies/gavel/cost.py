@@ -15,9 +15,9 @@ from typing import ClassVar
 import numpy as np
 
 from lyra_ray.model import Allocation, ClusterSnapshot, GpuType
-from policies.base import PolicyBase, register
-from policies.gavel.inputs import FloatArray, Problem, build_problem, to_allocation
-from policies.gavel.max_sum_throughput import centre_of_sum, solve_sum
+from lyra_ray.policies.base import PolicyBase, register
+from lyra_ray.policies.gavel.inputs import FloatArray, Problem, build_problem, to_allocation
+from lyra_ray.policies.gavel.max_sum_throughput import centre_of_sum, solve_sum
 
 DEFAULT_PRICES: dict[GpuType, float] = {"v100": 3.06, "p100": 1.46, "k80": 0.90}
 """USD per GPU-hour (cloud on-demand list prices of the Gavel paper's era)."""

@@ -14,7 +14,7 @@ T asks ECOS for *any* X with ``x >= 0, sum_j x_mj <= 1, sum_m sf_m x_mj <= G_j,
 sum_j T_mj x_mj >= r_m / T`` (objective: a constant). It keeps the X found at the
 smallest feasible T: near the centre of that feasible set, an allocation that spreads
 every job over the types where it has slack, nothing like the optimal vertex of the
-makespan LP (:func:`policies.gavel.min_total_duration.makespan_lp`).
+makespan LP (:func:`lyra_ray.policies.gavel.min_total_duration.makespan_lp`).
 :func:`gavel_makespan` makes the same calls in the same order. Only ECOS's exit flag 0
 counts as feasible (cvxpy reports its "inaccurate" answers as not optimal, and Gavel
 moves on).
@@ -25,8 +25,8 @@ from __future__ import annotations
 import numpy as np
 import scipy.sparse as sp
 
-from policies.gavel.ecos_las import _solve
-from policies.gavel.inputs import FloatArray
+from lyra_ray.policies.gavel.ecos_las import _solve
+from lyra_ray.policies.gavel.inputs import FloatArray
 
 
 def feasible_point(

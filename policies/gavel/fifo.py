@@ -33,7 +33,7 @@ from collections.abc import Mapping
 from typing import Any, ClassVar
 
 from lyra_ray.model import Allocation, ClusterSnapshot, GpuType, JobId, JobView, pair_key
-from policies.base import PolicyBase, register
+from lyra_ray.policies.base import PolicyBase, register
 
 _Order = tuple[float, JobId]
 """A job's place in the queue: Gavel's job ids count arrivals, so (arrival, id) here."""

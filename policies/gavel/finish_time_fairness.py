@@ -32,16 +32,16 @@ import scipy.sparse as sp
 from numpy.typing import NDArray
 
 from lyra_ray.model import Allocation, ClusterSnapshot, GpuType, JobId
-from policies.base import PolicyBase, register
-from policies.gavel.ecos_centre import feasible_point
-from policies.gavel.inputs import (
+from lyra_ray.policies.base import PolicyBase, register
+from lyra_ray.policies.gavel.ecos_centre import feasible_point
+from lyra_ray.policies.gavel.inputs import (
     FloatArray,
     Problem,
     build_problem,
     to_allocation,
 )
-from policies.gavel.lp import base_constraints, utility_matrix
-from policies.gavel.warm import WarmMaxMin
+from lyra_ray.policies.gavel.lp import base_constraints, utility_matrix
+from lyra_ray.policies.gavel.warm import WarmMaxMin
 
 
 def isolated_throughput(p: Problem) -> FloatArray:

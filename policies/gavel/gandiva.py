@@ -27,8 +27,8 @@ from typing import Any, ClassVar
 import numpy as np
 
 from lyra_ray.model import Allocation, ClusterSnapshot, JobId, JobView, pair_key
-from policies.base import PolicyBase, register
-from policies.gavel.inputs import FloatArray, build_problem
+from lyra_ray.policies.base import PolicyBase, register
+from lyra_ray.policies.gavel.inputs import FloatArray, build_problem
 
 
 def equal_split(capacity: FloatArray, sf: FloatArray) -> FloatArray:

@@ -25,8 +25,8 @@ import numpy as np
 import scipy.sparse as sp
 from numpy.typing import NDArray
 
-from policies.gavel.highs_model import INF, pass_lp
-from policies.gavel.lp import FloatArray, new_highs
+from lyra_ray.policies.gavel.highs_model import INF, pass_lp
+from lyra_ray.policies.gavel.lp import FloatArray, new_highs
 
 
 @dataclass(frozen=True)

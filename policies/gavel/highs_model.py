@@ -13,8 +13,8 @@ import highspy
 import numpy as np
 import scipy.sparse as sp
 
-from policies.gavel.inputs import FloatArray
-from policies.gavel.lp import SolverError
+from lyra_ray.policies.gavel.inputs import FloatArray
+from lyra_ray.policies.gavel.lp import SolverError
 
 INF = highspy.kHighsInf
 

@@ -1,7 +1,7 @@
 """Gavel's ``isolated`` policy: every job gets an equal share of every GPU type.
 
 The baseline LAS normalises by: no solver, ``X_mj = G_j / (n sf_m)`` scaled so rows sum
-to at most one (see :func:`policies.gavel.inputs.isolated_allocation`).
+to at most one (see :func:`lyra_ray.policies.gavel.inputs.isolated_allocation`).
 """
 
 from __future__ import annotations
@@ -9,8 +9,8 @@ from __future__ import annotations
 from typing import ClassVar
 
 from lyra_ray.model import Allocation, ClusterSnapshot
-from policies.base import PolicyBase, register
-from policies.gavel.inputs import build_problem, isolated_allocation, to_allocation
+from lyra_ray.policies.base import PolicyBase, register
+from lyra_ray.policies.gavel.inputs import build_problem, isolated_allocation, to_allocation
 
 
 @register

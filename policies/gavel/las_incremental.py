@@ -33,8 +33,8 @@ import numpy as np
 import scipy.sparse as sp
 from numpy.typing import NDArray
 
-from policies.gavel.highs_model import INF, pass_lp
-from policies.gavel.lp import FloatArray, SolverError, new_highs
+from lyra_ray.policies.gavel.highs_model import INF, pass_lp
+from lyra_ray.policies.gavel.lp import FloatArray, SolverError, new_highs
 
 _SAME = 1e-12
 """Relative change of a coefficient below which the live model keeps the old value."""

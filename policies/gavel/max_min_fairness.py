@@ -18,17 +18,17 @@ import numpy as np
 from numpy.typing import NDArray
 
 from lyra_ray.model import Allocation, ClusterSnapshot
-from policies.base import PolicyBase, register
-from policies.gavel.ecos_las import EcosFailed, solve_las_ecos
-from policies.gavel.inputs import (
+from lyra_ray.policies.base import PolicyBase, register
+from lyra_ray.policies.gavel.ecos_las import EcosFailed, solve_las_ecos
+from lyra_ray.policies.gavel.inputs import (
     FloatArray,
     Problem,
     build_problem,
     isolated_allocation,
     to_allocation,
 )
-from policies.gavel.las_incremental import IncrementalLas
-from policies.gavel.lp import base_constraints, max_min, max_min_jobs, utility_matrix
+from lyra_ray.policies.gavel.las_incremental import IncrementalLas
+from lyra_ray.policies.gavel.lp import base_constraints, max_min, max_min_jobs, utility_matrix
 
 log = logging.getLogger(__name__)
 
@@ -53,7 +53,7 @@ def solve_las(
     """The LAS LP; returns (X, optimal level).
 
     ``method``: ``"ecos"`` (default) is Gavel's own formulation and solver
-    (:mod:`policies.gavel.ecos_las`); the HiGHS methods of :func:`lp.solve_min`
+    (:mod:`lyra_ray.policies.gavel.ecos_las`); the HiGHS methods of :func:`lp.solve_min`
     (``"ipm-interior"``, ``"ipm"``, ``"simplex"``) build it as a bounded LP instead. The
     Pareto second stage always runs on HiGHS.
 

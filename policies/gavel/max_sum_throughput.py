@@ -15,10 +15,10 @@ import numpy as np
 import scipy.sparse as sp
 
 from lyra_ray.model import Allocation, ClusterSnapshot
-from policies.base import PolicyBase, register
-from policies.gavel.ecos_centre import ecos_point
-from policies.gavel.inputs import FloatArray, Problem, build_problem, to_allocation
-from policies.gavel.lp import SolverError, base_constraints, solve_min, utility_matrix
+from lyra_ray.policies.base import PolicyBase, register
+from lyra_ray.policies.gavel.ecos_centre import ecos_point
+from lyra_ray.policies.gavel.inputs import FloatArray, Problem, build_problem, to_allocation
+from lyra_ray.policies.gavel.lp import SolverError, base_constraints, solve_min, utility_matrix
 
 
 def solve_sum(

@@ -19,11 +19,11 @@ import scipy.sparse as sp
 from numpy.typing import NDArray
 
 from lyra_ray.model import Allocation, ClusterSnapshot
-from policies.base import PolicyBase, register
-from policies.gavel.ecos_centre import gavel_makespan
-from policies.gavel.highs_model import INF, pass_lp, run_simplex
-from policies.gavel.inputs import FloatArray, Problem, build_problem, to_allocation
-from policies.gavel.lp import new_highs
+from lyra_ray.policies.base import PolicyBase, register
+from lyra_ray.policies.gavel.ecos_centre import gavel_makespan
+from lyra_ray.policies.gavel.highs_model import INF, pass_lp, run_simplex
+from lyra_ray.policies.gavel.inputs import FloatArray, Problem, build_problem, to_allocation
+from lyra_ray.policies.gavel.lp import new_highs
 
 
 def makespan_lp(rate: FloatArray, sf: FloatArray, capacity: FloatArray) -> tuple[FloatArray, float]:
@@ -82,7 +82,7 @@ class MinTotalDurationPerf(PolicyBase):
     """Heterogeneity-aware makespan minimisation (Gavel: ``min_total_duration_perf``).
 
     The allocation is the one Gavel's bisection returns
-    (:mod:`policies.gavel.ecos_centre`), not the optimal vertex of the LP above: the
+    (:mod:`lyra_ray.policies.gavel.ecos_centre`), not the optimal vertex of the LP above: the
     rounds realise whichever X the policy gives, and Gavel's is an interior point at a
     makespan within 5 % of the optimum. :func:`solve_makespan` remains the exact optimum.
     """

@@ -2,7 +2,7 @@
 finish-time fairness and cost with SLOs (Gavel's ``*_packed`` / ``*_packed_SLOs``).
 
 Variables are X for single jobs and for the pruned candidate pairs
-(:mod:`policies.gavel.pairs`). A job's time constraint counts its pairs; a pair uses its
+(:mod:`lyra_ray.policies.gavel.pairs`). A job's time constraint counts its pairs; a pair uses its
 GPUs once. A job's throughput adds what it gets inside each pair. Normalisation follows
 Gavel's packed LAS: throughput over the sum of its alone-throughputs across types, times
 scale factor, over priority weight.
@@ -18,13 +18,17 @@ import scipy.sparse as sp
 from numpy.typing import NDArray
 
 from lyra_ray.model import Allocation, ClusterSnapshot, GpuType
-from policies.base import PolicyBase, register
-from policies.gavel.cost import DEFAULT_PRICES, prices, slo_floors
-from policies.gavel.finish_time_fairness import FinishTimeFairnessPerf, ftf_inputs, solve_rho
-from policies.gavel.inputs import FloatArray, Problem, build_problem, to_allocation
-from policies.gavel.lp import SolverError, base_constraints, max_min, solve_min
-from policies.gavel.pairs import Pairs, candidate_pairs
-from policies.gavel.water_filling import hierarchical_weights, water_fill
+from lyra_ray.policies.base import PolicyBase, register
+from lyra_ray.policies.gavel.cost import DEFAULT_PRICES, prices, slo_floors
+from lyra_ray.policies.gavel.finish_time_fairness import (
+    FinishTimeFairnessPerf,
+    ftf_inputs,
+    solve_rho,
+)
+from lyra_ray.policies.gavel.inputs import FloatArray, Problem, build_problem, to_allocation
+from lyra_ray.policies.gavel.lp import SolverError, base_constraints, max_min, solve_min
+from lyra_ray.policies.gavel.pairs import Pairs, candidate_pairs
+from lyra_ray.policies.gavel.water_filling import hierarchical_weights, water_fill
 
 
 def packed_utility(p: Problem, pairs: Pairs, per_job: FloatArray) -> sp.csr_matrix:

@@ -22,7 +22,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from lyra_ray.model import ClusterSnapshot, ThroughputModel, pair_key
-from policies.gavel.inputs import FloatArray, Problem
+from lyra_ray.policies.gavel.inputs import FloatArray, Problem
 
 IntArray = NDArray[np.int64]
 

@@ -12,7 +12,7 @@ import cvxpy as _cvxpy
 import numpy as np
 from numpy.typing import NDArray
 
-from policies.gavel.inputs import FloatArray, Problem
+from lyra_ray.policies.gavel.inputs import FloatArray, Problem
 
 cp: Any = _cvxpy  # cvxpy ships no type stubs
 SOLVER = "CLARABEL"

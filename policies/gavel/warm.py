@@ -21,7 +21,7 @@ import numpy as np
 import scipy.sparse as sp
 from numpy.typing import NDArray
 
-from policies.gavel.lp import FloatArray, SolverError, new_highs
+from lyra_ray.policies.gavel.lp import FloatArray, SolverError, new_highs
 
 
 class WarmMaxMin:

@@ -8,7 +8,7 @@ is Pareto-efficient: raise the common level with an LP, freeze the jobs that can
 higher, repeat with the rest. Gavel finds the frozen jobs with a MILP per iteration; a
 job whose ``utility >= level`` row has a positive dual is at that level in *every*
 optimal solution, hence a bottleneck, so the duals of the same LP identify them and
-each iteration is one warm-started LP (:mod:`policies.gavel.highs_incremental`, where
+each iteration is one warm-started LP (:mod:`lyra_ray.policies.gavel.highs_incremental`, where
 a freeze is a bound change). Every iteration freezes at least one job (duals sum to 1).
 
 Most levels, though, are single jobs reaching their own cap (all their time on their
@@ -29,12 +29,12 @@ import scipy.sparse as sp
 from numpy.typing import NDArray
 
 from lyra_ray.model import Allocation, ClusterSnapshot
-from policies.base import PolicyBase, register
-from policies.gavel.ecos_centre import feasible_point
-from policies.gavel.highs_incremental import LevelLP, LevelSolution
-from policies.gavel.inputs import FloatArray, Problem, build_problem, to_allocation
-from policies.gavel.lp import base_constraints, utility_matrix
-from policies.gavel.max_min_fairness import las_coefficients
+from lyra_ray.policies.base import PolicyBase, register
+from lyra_ray.policies.gavel.ecos_centre import feasible_point
+from lyra_ray.policies.gavel.highs_incremental import LevelLP, LevelSolution
+from lyra_ray.policies.gavel.inputs import FloatArray, Problem, build_problem, to_allocation
+from lyra_ray.policies.gavel.lp import base_constraints, utility_matrix
+from lyra_ray.policies.gavel.max_min_fairness import las_coefficients
 
 log = logging.getLogger(__name__)
 

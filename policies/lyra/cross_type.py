@@ -8,7 +8,7 @@ job's rate is :func:`lyra_ray.model.mixed.mixed_throughput` (per-worker batches 
 proportion to speed, two-server scaling), which often says a slow worker on another
 server does not pay; then nothing is added.
 
-Per type with idle GPUs, a multiple-choice knapsack (:mod:`policies.lyra.mckp`): one
+Per type with idle GPUs, a multiple-choice knapsack (:mod:`lyra_ray.policies.lyra.mckp`): one
 group per elastic job with room below its maximum, item ``k`` = k workers of that type,
 value = the seconds they take off the job's remaining running time. Each change of a
 job's workers costs it a checkpoint and restart (``resize_cost_s``), so an item that
@@ -24,7 +24,7 @@ from dataclasses import dataclass
 
 from lyra_ray.model import ClusterSnapshot, GpuType, JobId, JobView
 from lyra_ray.model.mixed import can_mix, mixed_throughput
-from policies.lyra import mckp
+from lyra_ray.policies.lyra import mckp
 
 Parts = tuple[tuple[GpuType, int], ...]
 

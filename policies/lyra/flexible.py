@@ -4,7 +4,7 @@ The objective is the sum of the jobs' completion times (mean JCT). Two steps:
 
 1. *Priority fill.* Every job keeps its minimum; the spare GPUs go to jobs in a priority
    order, each up to its maximum. With linear scaling the optimum is always such a fill
-   (see :mod:`policies.lyra.projection`), but not always the shortest-job-first one: a job
+   (see :mod:`lyra_ray.policies.lyra.projection`), but not always the shortest-job-first one: a job
    held back by its own maximum cannot use GPUs that free up later, so delaying it costs
    more than its size suggests. Small sets (``<= search_limit`` jobs) try every order;
    larger ones start from shortest-remaining-work-first and swap neighbours while that
@@ -21,8 +21,8 @@ from __future__ import annotations
 import itertools
 from collections.abc import Sequence
 
-from policies.lyra import mckp
-from policies.lyra.projection import FluidJob, own_finish, priority_fill, project
+from lyra_ray.policies.lyra import mckp
+from lyra_ray.policies.lyra.projection import FluidJob, own_finish, priority_fill, project
 
 _IMPROVE = 1e-9
 

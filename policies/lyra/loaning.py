@@ -5,7 +5,7 @@ idle. Lyra lends every server that serving does not need right now and, when dem
 rises, reclaims lent servers. Which ones matters: a server whose jobs also run elsewhere
 (above their minimum) costs a scale-in; a server that holds a whole job costs a
 preemption. ``reclaim="knapsack"`` uses Lyra's dependent-value greedy
-(:mod:`placement.reclaim`); ``"naive"`` (the paper's *Basic*) takes servers by id.
+(:mod:`lyra_ray.placement.reclaim`); ``"naive"`` (the paper's *Basic*) takes servers by id.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from lyra_ray.model import ClusterSnapshot, JobId, NodeId
-from placement.reclaim import JobFootprint, ReclaimPlan, naive_reclaim, plan_reclaim
+from lyra_ray.placement.reclaim import JobFootprint, ReclaimPlan, naive_reclaim, plan_reclaim
 
 ReclaimMode = Literal["knapsack", "naive"]
 

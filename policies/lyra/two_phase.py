@@ -2,7 +2,7 @@
 
 Each step:
 
-0. *Loaning* (:mod:`policies.lyra.loaning`): lend idle inference servers, reclaim what
+0. *Loaning* (:mod:`lyra_ray.policies.lyra.loaning`): lend idle inference servers, reclaim what
    serving needs back by the dependent-value knapsack, which prefers servers whose
    reclaim only scales jobs in; jobs a reclaim leaves below their minimum are treated as
    queued at once — they restart elsewhere if GPUs are free, else they are preempted.
@@ -13,9 +13,9 @@ Each step:
 1. *Base demand*: every job's minimum, shortest job first — running jobs first so that
    an arrival never preempts a running job, only takes back its flexible workers. This
    minimises queuing: a job waits only if its minimum does not fit.
-2. *Flexible demand* (:mod:`policies.lyra.flexible`): the GPUs left on each type go to the
+2. *Flexible demand* (:mod:`lyra_ray.policies.lyra.flexible`): the GPUs left on each type go to the
    admitted elastic jobs so as to minimise their projected sum of JCTs.
-3. *Flexible workers on another type* (:mod:`policies.lyra.cross_type`): GPUs still idle
+3. *Flexible workers on another type* (:mod:`lyra_ray.policies.lyra.cross_type`): GPUs still idle
    go to elastic jobs based on another type, where the mixed-type model
    (:mod:`lyra_ray.model.mixed`) says they pay for a restart.
 
@@ -35,11 +35,11 @@ from typing import Any, ClassVar
 
 from lyra_ray.model import Allocation, ClusterSnapshot, GpuType, JobId, JobView, NodeId
 from lyra_ray.model.restart_cost import RESTART_S
-from policies.base import PolicyBase, register
-from policies.lyra.cross_type import Candidate, add_extras, flexible_only
-from policies.lyra.flexible import greedy_spare, share_spare
-from policies.lyra.loaning import DemandMemory, LoanDecision, ReclaimMode, decide_loans
-from policies.lyra.projection import FluidJob
+from lyra_ray.policies.base import PolicyBase, register
+from lyra_ray.policies.lyra.cross_type import Candidate, add_extras, flexible_only
+from lyra_ray.policies.lyra.flexible import greedy_spare, share_spare
+from lyra_ray.policies.lyra.loaning import DemandMemory, LoanDecision, ReclaimMode, decide_loans
+from lyra_ray.policies.lyra.projection import FluidJob
 
 
 def requested_workers(job: JobView) -> int:
@@ -77,7 +77,8 @@ class LyraPolicy(PolicyBase):
         self.loan_max_remaining_s = loan_max_remaining_s
         self.reserve_fraction = reserve_fraction
         self.mixed_types = mixed_types
-        """Phase 3: flexible workers on GPUs of another type (:mod:`policies.lyra.cross_type`)."""
+        """Phase 3: flexible workers on GPUs of another type
+        (:mod:`lyra_ray.policies.lyra.cross_type`)."""
         self.resize_cost_s = resize_cost_s
         """What one checkpoint-restart costs a job, against which phase 3 weighs a change:
         by default the measured restart model (:mod:`lyra_ray.model.restart_cost`)."""

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from jobs.train_example import train_loop
+from lyra_ray.jobs.train_example import train_loop
 from lyra_ray.train import StepLoop
 
 

@@ -276,7 +276,8 @@ def test_hostile_payloads_leave_the_scheduler_alive_and_unchanged(client: Any) -
     before, restarts = client.list(), _restarts(client)
     out = Outcomes("live_scheduler")
 
-    runnable = plausible_job().map(lambda d: {**d, "entrypoint": "jobs.train_example:train_loop"})
+    train = "lyra_ray.jobs.train_example:train_loop"
+    runnable = plausible_job().map(lambda d: {**d, "entrypoint": train})
     jobs = st.one_of(job_dicts(), plausible_job(), runnable, values)
 
     @fuzz

@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import ClassVar
 
 from lyra_ray.model import Allocation, ClusterSnapshot, GpuType, JobId, JobView
-from policies.base import PolicyBase
+from lyra_ray.policies.base import PolicyBase
 
 
 class GreedyElastic(PolicyBase):

@@ -8,7 +8,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-TRAIN = "jobs.train_example:train_loop"
+TRAIN = "lyra_ray.jobs.train_example:train_loop"
 
 
 def job(name: str, steps: int, log: Path, **kw: Any) -> dict[str, Any]:

@@ -45,14 +45,14 @@ def _jobs_file(tmp: Path) -> Path:
         {
             "name": "small",
             "total_steps": 100,
-            "entrypoint": "jobs.train_example:train_loop",
+            "entrypoint": "lyra_ray.jobs.train_example:train_loop",
             "throughput": {"v100": 1.0},
             "config": {"step_sleep_s": 0.01},
         },
         {
             "name": "slow",
             "total_steps": 100,
-            "entrypoint": "jobs.train_example:train_loop",
+            "entrypoint": "lyra_ray.jobs.train_example:train_loop",
             "throughput": {"v100": 1.0},
             "config": {"step_sleep_s": 0.03, "hidden": 64},
         },
@@ -155,7 +155,7 @@ def test_profile_measures_user_jobs_alone_and_paired_on_every_gpu_type(
         "name": "mine",
         "total_steps": 30,
         "profile": "small",
-        "entrypoint": "jobs.train_example:train_loop",
+        "entrypoint": "lyra_ray.jobs.train_example:train_loop",
         "config": {"step_sleep_s": 0.01},
     }
     jid = seeded.submit(job)

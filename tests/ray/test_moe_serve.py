@@ -16,14 +16,14 @@ ray = pytest.importorskip("ray")
 from ray import serve  # noqa: E402
 from ray.util.state import list_actors  # noqa: E402
 
-from moe_serving.app import APP_NAME, build_app, expert_name  # noqa: E402
-from moe_serving.dynamic import chunk_hosts  # noqa: E402
-from moe_serving.local_cluster import LocalCluster, local_cluster  # noqa: E402
-from moe_serving.model import MoEConfig, MoEModel  # noqa: E402
-from moe_serving.planner import plan_lina  # noqa: E402
-from moe_serving.popularity import load_counts  # noqa: E402
-from moe_serving.scaler import Replanner, running_replicas  # noqa: E402
-from moe_serving.workload import sample_batch, topic_mix  # noqa: E402
+from lyra_ray.moe_serving.app import APP_NAME, build_app, expert_name  # noqa: E402
+from lyra_ray.moe_serving.dynamic import chunk_hosts  # noqa: E402
+from lyra_ray.moe_serving.local_cluster import LocalCluster, local_cluster  # noqa: E402
+from lyra_ray.moe_serving.model import MoEConfig, MoEModel  # noqa: E402
+from lyra_ray.moe_serving.planner import plan_lina  # noqa: E402
+from lyra_ray.moe_serving.popularity import load_counts  # noqa: E402
+from lyra_ray.moe_serving.scaler import Replanner, running_replicas  # noqa: E402
+from lyra_ray.moe_serving.workload import sample_batch, topic_mix  # noqa: E402
 
 CFG = MoEConfig(layers=2, experts=4, top_k=2, skew=1.5, correlation=0.9, seed=3)
 BUDGET = 6  # replicas per layer

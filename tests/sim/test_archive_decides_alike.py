@@ -15,9 +15,9 @@ from typing import Any
 import pytest
 
 from lyra_ray import model as m
+from lyra_ray.policies.base import available_policies, get_policy
 from lyra_ray.scheduling.core import SchedulerCore
 from lyra_ray.sim.simulator import Simulator
-from policies.base import available_policies, get_policy
 from tests.sim.test_restart_decides_alike import WORKLOADS, _next_events
 
 

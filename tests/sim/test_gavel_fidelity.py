@@ -14,9 +14,9 @@ import pytest
 
 from lyra_ray.model.spec import parse_cluster
 from lyra_ray.model.throughput import load_gavel_throughputs
+from lyra_ray.policies.base import get_policy
 from lyra_ray.sim.simulator import Simulator
 from lyra_ray.sim.traces import read_gavel_trace
-from policies.base import get_policy
 
 SHARED = Path(
     os.environ.get(

@@ -10,9 +10,9 @@ import pytest
 from lyra_ray.cli import main
 from lyra_ray.model import JobSpec, Node
 from lyra_ray.model.throughput import SpecThroughputs
+from lyra_ray.policies.base import get_policy
 from lyra_ray.sim.serving import DemandPoint, demand_events, diurnal
 from lyra_ray.sim.simulator import Simulator
-from policies.base import get_policy
 
 DATA = Path(__file__).resolve().parents[1] / "data"
 
@@ -252,8 +252,8 @@ def test_lend_delay_and_mixed_types_survive_a_restart() -> None:
     import dataclasses
 
     from lyra_ray import model as m
+    from lyra_ray.policies.lyra.two_phase import LyraPolicy
     from lyra_ray.scheduling.core import SchedulerCore
-    from policies.lyra.two_phase import LyraPolicy
 
     kw = {"reserve_fraction": 0.0, "lend_after_s": 600.0}
     specs = [dataclasses.replace(s, scaling="imagenet") for s in _loan_jobs()]

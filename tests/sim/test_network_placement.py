@@ -12,10 +12,10 @@ from lyra_ray.model import Assignment, ClusterSnapshot, JobId, JobSpec, NodeId, 
 from lyra_ray.model.spec import parse_cluster
 from lyra_ray.network.config import NetworkSpec, topology_for
 from lyra_ray.network.ring import RingCommModel
+from lyra_ray.placement.placer import ConsolidatingPlacer
+from lyra_ray.placement.ring import RingPlacer, make_placer
+from lyra_ray.policies.base import get_policy
 from lyra_ray.sim.simulator import SimResult, Simulator
-from placement.placer import ConsolidatingPlacer
-from placement.ring import RingPlacer, make_placer
-from policies.base import get_policy
 
 NODES = parse_cluster("v100=16", 1)  # v100-0 .. v100-15, one GPU each
 TOPO = topology_for(NODES, NetworkSpec(servers_per_rack=4, nic_gbps=10, oversubscription=4))

@@ -19,10 +19,10 @@ import pytest
 from lyra_ray import model as m
 from lyra_ray.model import JobSpec, Node
 from lyra_ray.model.throughput import SpecThroughputs, load_gavel_throughputs
+from lyra_ray.policies.base import available_policies, get_policy
 from lyra_ray.scheduling.core import SchedulerCore
 from lyra_ray.sim.simulator import Simulator
 from lyra_ray.sim.traces import read_gavel_trace
-from policies.base import available_policies, get_policy
 
 GAVEL = Path(__file__).resolve().parents[2].parent / "shared" / "data" / "gavel"
 TRACE = GAVEL / "traces" / "generated_continuous_single_seed0_lam1200_3000jobs.trace"

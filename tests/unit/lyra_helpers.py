@@ -22,7 +22,7 @@ from lyra_ray.model import (
     Node,
     ThroughputModel,
 )
-from policies.base import Policy
+from lyra_ray.policies.base import Policy
 
 EPS = 1e-9
 

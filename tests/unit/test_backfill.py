@@ -8,8 +8,8 @@ import pytest
 
 from lyra_ray import model as m
 from lyra_ray.model.throughput import SpecThroughputs
+from lyra_ray.policies.base import get_policy
 from lyra_ray.scheduling.core import SchedulerCore
-from policies.base import get_policy
 from tests.builders import job
 
 

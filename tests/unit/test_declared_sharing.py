@@ -15,7 +15,7 @@ from lyra_ray.model.errors import InputError
 from lyra_ray.model.spec import parse_job_spec
 from lyra_ray.model.state import spec_from_dict, spec_to_dict
 from lyra_ray.model.throughput import MeasuredThroughputs, SpecThroughputs
-from policies.base import get_policy
+from lyra_ray.policies.base import get_policy
 from tests.gavel_builders import snapshot
 
 

@@ -18,13 +18,13 @@ from hypothesis import strategies as st
 from lyra_ray import model as m
 from lyra_ray.model.state import JobState
 from lyra_ray.model.throughput import SpecThroughputs
+from lyra_ray.policies.base import get_policy
+from lyra_ray.policies.gavel import lp
+from lyra_ray.policies.gavel.inputs import build_problem
+from lyra_ray.policies.gavel.max_min_fairness import las_coefficients
 from lyra_ray.scheduling.core import SchedulerCore
 from lyra_ray.sim.runtime import SimRuntime
 from lyra_ray.sim.simulator import Simulator
-from policies.base import get_policy
-from policies.gavel import lp
-from policies.gavel.inputs import build_problem
-from policies.gavel.max_min_fairness import las_coefficients
 from tests.builders import job
 from tests.gavel_builders import random_snapshot
 

@@ -20,7 +20,7 @@ import yaml
 from hypothesis import given
 from hypothesis import strategies as st
 
-from jobs.catalogue import CATALOGUE
+from lyra_ray.jobs.catalogue import CATALOGUE
 from lyra_ray.model import JobSpec, scaling
 from lyra_ray.model.spec import load_job_file, parse_cluster, parse_job_list
 from lyra_ray.model.state import spec_from_dict, spec_to_dict

@@ -5,10 +5,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from policies.gavel.ecos_centre import ecos_point, feasible_point, gavel_makespan
-from policies.gavel.inputs import build_problem
-from policies.gavel.max_sum_throughput import solve_sum
-from policies.gavel.min_total_duration import solve_makespan
+from lyra_ray.policies.gavel.ecos_centre import ecos_point, feasible_point, gavel_makespan
+from lyra_ray.policies.gavel.inputs import build_problem
+from lyra_ray.policies.gavel.max_sum_throughput import solve_sum
+from lyra_ray.policies.gavel.min_total_duration import solve_makespan
 from tests.gavel_builders import random_snapshot
 
 

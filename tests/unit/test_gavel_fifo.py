@@ -8,7 +8,7 @@ one fills up, and its placements are kept across recomputations.
 
 from __future__ import annotations
 
-from policies.base import get_policy
+from lyra_ray.policies.base import get_policy
 from tests.gavel_builders import TableThroughputs, job, snapshot
 
 SPEEDS = {"k80": 1.0, "p100": 2.0, "v100": 3.0}

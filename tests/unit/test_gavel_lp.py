@@ -8,14 +8,14 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from lyra_ray.model import ClusterSnapshot
-from policies.gavel import reference_cvxpy as ref
-from policies.gavel.cost import prices, slo_floors
-from policies.gavel.finish_time_fairness import ftf_inputs, rho_of, solve_ftf
-from policies.gavel.inputs import Problem, build_problem
-from policies.gavel.max_min_fairness import las_coefficients, solve_las
-from policies.gavel.max_sum_throughput import solve_sum
-from policies.gavel.min_total_duration import solve_makespan
-from policies.gavel.water_filling import hierarchical_weights, solve_water_filling
+from lyra_ray.policies.gavel import reference_cvxpy as ref
+from lyra_ray.policies.gavel.cost import prices, slo_floors
+from lyra_ray.policies.gavel.finish_time_fairness import ftf_inputs, rho_of, solve_ftf
+from lyra_ray.policies.gavel.inputs import Problem, build_problem
+from lyra_ray.policies.gavel.max_min_fairness import las_coefficients, solve_las
+from lyra_ray.policies.gavel.max_sum_throughput import solve_sum
+from lyra_ray.policies.gavel.min_total_duration import solve_makespan
+from lyra_ray.policies.gavel.water_filling import hierarchical_weights, solve_water_filling
 from tests.gavel_builders import TableThroughputs, job, snapshot
 
 TYPES = ("k80", "p100", "v100")
@@ -159,7 +159,7 @@ def test_water_filling_lifts_a_job_that_shares_nothing_to_its_cap() -> None:
 
 
 def test_las_falls_back_to_highs_when_ecos_fails(monkeypatch: pytest.MonkeyPatch) -> None:
-    from policies.gavel import ecos_las
+    from lyra_ray.policies.gavel import ecos_las
     from tests.gavel_builders import random_snapshot
 
     p = build_problem(random_snapshot(12, seed=1))
@@ -175,7 +175,7 @@ def test_las_falls_back_to_highs_when_ecos_fails(monkeypatch: pytest.MonkeyPatch
 
 
 def test_ecos_c_entry_answers_as_the_public_call(monkeypatch: pytest.MonkeyPatch) -> None:
-    from policies.gavel import ecos_las
+    from lyra_ray.policies.gavel import ecos_las
     from tests.gavel_builders import random_snapshot
 
     p = build_problem(random_snapshot(30, seed=2))

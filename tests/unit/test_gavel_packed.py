@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from lyra_ray.model import split_pair
-from policies.base import get_policy
+from lyra_ray.policies.base import get_policy
 from tests.gavel_builders import TableThroughputs, job, snapshot
 
 ALONE = {n: {"v100": 1.0} for n in "abcd"}

@@ -6,9 +6,9 @@ import numpy as np
 import pytest
 
 from lyra_ray.model import Allocation, ClusterSnapshot, split_pair
-from policies.base import available_policies, get_policy
-from policies.gavel.inputs import build_problem
-from policies.gavel.pairs import candidate_pairs
+from lyra_ray.policies.base import available_policies, get_policy
+from lyra_ray.policies.gavel.inputs import build_problem
+from lyra_ray.policies.gavel.pairs import candidate_pairs
 from tests.gavel_builders import TableThroughputs, job, random_snapshot, snapshot
 
 GAVEL_NAMES = [
@@ -200,7 +200,7 @@ def test_packed_las_uses_the_pair_and_handles_mixed_scale_factors(mixed: bool) -
 
 def test_finish_time_fairness_equalises_rho() -> None:
     # one GPU, two jobs: at the optimum both finish-time ratios are equal
-    from policies.gavel.finish_time_fairness import ftf_inputs, rho_of, solve_ftf
+    from lyra_ray.policies.gavel.finish_time_fairness import ftf_inputs, rho_of, solve_ftf
 
     model = TableThroughputs({"old": {"v100": 1.0}, "new": {"v100": 2.0}})
     jobs = [job("old", total_steps=1000, arrival=0.0), job("new", total_steps=3000, arrival=500)]

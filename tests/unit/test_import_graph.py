@@ -11,14 +11,21 @@ import ast
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
-PACKAGES = ("lyra_ray", "policies", "placement", "moe_serving", "jobs")
+FOLDERS = {
+    "lyra_ray": "lyra_ray",
+    "policies": "lyra_ray.policies",
+    "placement": "lyra_ray.placement",
+    "moe_serving": "lyra_ray.moe_serving",
+    "jobs": "lyra_ray.jobs",
+}
+"""The card's top-level folders and the names they are installed under (pyproject.toml)."""
 
 
 def _modules() -> dict[str, Path]:
     out: dict[str, Path] = {}
-    for pkg in PACKAGES:
-        for f in sorted((ROOT / pkg).rglob("*.py")):
-            parts = list(f.relative_to(ROOT).with_suffix("").parts)
+    for folder, package in FOLDERS.items():
+        for f in sorted((ROOT / folder).rglob("*.py")):
+            parts = [package, *f.relative_to(ROOT / folder).with_suffix("").parts]
             if parts[-1] == "__init__":
                 parts.pop()
             out[".".join(parts)] = f
@@ -120,3 +127,26 @@ def test_the_walker_sees_the_project_and_finds_a_planted_cycle() -> None:
 def test_no_import_cycle_between_the_project_modules() -> None:
     found = cycles(import_graph())
     assert found == [], f"import cycles: {found}"
+
+
+def test_the_card_folders_are_imported_only_under_the_project_namespace() -> None:
+    """A bare ``import jobs`` would pick up a user's own ``jobs/`` from a working dir."""
+    bare = set(FOLDERS) - {"lyra_ray"}
+    found = []
+    for name, path in _modules().items():
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Import):
+                heads = [a.name.split(".")[0] for a in node.names]
+            elif isinstance(node, ast.ImportFrom) and not node.level and node.module:
+                heads = [node.module.split(".")[0]]
+            else:
+                continue
+            found += [f"{name}: {h}" for h in heads if h in bare]
+    assert found == []
+
+
+def test_every_card_folder_is_linked_into_the_namespace() -> None:
+    for folder, package in FOLDERS.items():
+        if folder != "lyra_ray":
+            link = ROOT / "lyra_ray" / package.split(".")[1]
+            assert link.is_symlink() and link.resolve() == (ROOT / folder).resolve(), link

@@ -1,6 +1,6 @@
 """The live LAS model answers every LP of a changing job set at the cold solve's level.
 
-The warm-started model (:mod:`policies.gavel.las_incremental`) returns an optimal vertex,
+The warm-started model (:mod:`lyra_ray.policies.gavel.las_incremental`) returns an optimal vertex,
 not the cold interior point, so allocations are compared by what LAS optimises: the
 max-min level (to 1e-6, like the cvxpy checks) and feasibility.
 """
@@ -13,11 +13,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from lyra_ray.model import ClusterSnapshot
-from policies.gavel import lp
-from policies.gavel import reference_cvxpy as ref
-from policies.gavel.inputs import build_problem
-from policies.gavel.las_incremental import IncrementalLas
-from policies.gavel.max_min_fairness import (
+from lyra_ray.policies.gavel import lp
+from lyra_ray.policies.gavel import reference_cvxpy as ref
+from lyra_ray.policies.gavel.inputs import build_problem
+from lyra_ray.policies.gavel.las_incremental import IncrementalLas
+from lyra_ray.policies.gavel.max_min_fairness import (
     WARM,
     MaxMinFairnessPerf,
     las_coefficients,

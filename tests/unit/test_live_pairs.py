@@ -7,9 +7,9 @@ import math
 
 import pytest
 
-from jobs.catalogue import CATALOGUE, KEEP_WHEN_SHARED, pair_rates
+from lyra_ray.jobs.catalogue import CATALOGUE, KEEP_WHEN_SHARED, pair_rates
 from lyra_ray.model.throughput import MeasuredThroughputs, catalogue_throughputs
-from policies.base import get_policy
+from lyra_ray.policies.base import get_policy
 from tests.builders import job
 from tests.gavel_builders import job as view
 from tests.gavel_builders import snapshot

@@ -5,10 +5,10 @@ from __future__ import annotations
 from lyra_ray import model as m
 from lyra_ray.model import Assignment, ClusterSnapshot, JobSpec, JobStatus, JobView, Node
 from lyra_ray.model.throughput import SpecThroughputs
+from lyra_ray.placement.reclaim import JobFootprint, plan_reclaim
+from lyra_ray.policies.lyra.loaning import DemandMemory
+from lyra_ray.policies.lyra.two_phase import LyraPolicy
 from lyra_ray.scheduling.core import SchedulerCore
-from placement.reclaim import JobFootprint, plan_reclaim
-from policies.lyra.loaning import DemandMemory
-from policies.lyra.two_phase import LyraPolicy
 
 MODEL = SpecThroughputs()
 TPUT = {"v100": 1.0, "t4": 0.4}

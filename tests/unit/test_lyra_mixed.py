@@ -17,9 +17,9 @@ from lyra_ray.model.state import (
     assignment_to_dict,
 )
 from lyra_ray.model.throughput import SpecThroughputs
+from lyra_ray.placement.placer import ConsolidatingPlacer
 from lyra_ray.scheduling.diff import job_actions
 from lyra_ray.sim.runtime import SimRuntime
-from placement.placer import ConsolidatingPlacer
 
 MODEL = SpecThroughputs()
 

@@ -9,8 +9,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from lyra_ray.model import ClusterSnapshot, Node, ThroughputModel, scaling
-from policies.base import get_policy
-from policies.lyra.two_phase import LyraPolicy
+from lyra_ray.policies.base import get_policy
+from lyra_ray.policies.lyra.two_phase import LyraPolicy
 from tests.unit.lyra_helpers import drive, optimum, snapshot, view, with_start
 
 # Paper example: 8 GPUs; A: 50 s at 6 workers (300 worker-s), B: 20 s at 6 (120).
@@ -155,8 +155,8 @@ def test_mckp_splits_gpus_when_curves_are_concave() -> None:
     # Two identical jobs with a saturating curve: a strict priority (4 + 1 workers) is
     # worse than splitting (2 + 3 or 3 + 2); the knapsack refinement must find the split.
     rates = (0.0, 1.0, 1.9, 2.6, 3.0)
-    from policies.lyra.flexible import share_spare
-    from policies.lyra.projection import FluidJob, project
+    from lyra_ray.policies.lyra.flexible import share_spare
+    from lyra_ray.policies.lyra.projection import FluidJob, project
 
     jobs = [FluidJob(100.0, 1, 4, rates), FluidJob(100.0, 1, 4, rates)]
     sizes = share_spare(jobs, 5)
@@ -169,8 +169,8 @@ def test_rigid_jobs_take_training_servers_and_elastic_jobs_lent_ones() -> None:
     shrinks: so each goes to its own tier first, whatever the servers' ids."""
     from lyra_ray import model as m
     from lyra_ray.model.throughput import SpecThroughputs
+    from lyra_ray.policies.base import get_policy
     from lyra_ray.scheduling.core import SchedulerCore
-    from policies.base import get_policy
     from tests.builders import job
 
     core = SchedulerCore(get_policy("lyra", reserve_fraction=0.0), SpecThroughputs())

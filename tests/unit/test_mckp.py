@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from policies.lyra import mckp
+from lyra_ray.policies.lyra import mckp
 
 items = st.lists(
     st.tuples(st.integers(0, 6), st.floats(-2.0, 20.0, allow_nan=False, width=32)),

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from lyra_ray import model as m
 from lyra_ray.model.throughput import CatalogueThroughputs, catalogue_throughputs
+from lyra_ray.policies.base import get_policy
 from lyra_ray.scheduling.core import SchedulerCore
-from policies.base import get_policy
 from tests.builders import check_invariants, cluster, job
 
 

@@ -8,7 +8,7 @@ import sys
 import numpy as np
 import pytest
 
-from moe_serving.bottleneck import (
+from lyra_ray.moe_serving.bottleneck import (
     ideal_ratio,
     ideal_report,
     replica_work,
@@ -68,7 +68,7 @@ def test_a_request_on_a_cold_expert_sets_lina_s_tail() -> None:
 
 def test_pure_moe_modules_do_not_import_ray() -> None:
     code = (
-        "import sys, moe_serving.bottleneck, moe_serving.model; "
+        "import sys, lyra_ray.moe_serving.bottleneck, lyra_ray.moe_serving.model; "
         "sys.exit(1 if 'ray' in sys.modules else 0)"
     )
     assert subprocess.run([sys.executable, "-c", code], check=False).returncode == 0

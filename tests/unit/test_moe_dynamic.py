@@ -10,8 +10,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from moe_serving.bottleneck import request_ideal
-from moe_serving.dynamic import chunk_hosts, request_chunks, static_hosts
+from lyra_ray.moe_serving.bottleneck import request_ideal
+from lyra_ray.moe_serving.dynamic import chunk_hosts, request_chunks, static_hosts
 
 
 def _best_max_load(tokens: np.ndarray, budget: int) -> float:
@@ -117,7 +117,7 @@ def test_sweep_summary_reports_borrowing_and_counts_only_side_by_side() -> None:
 def test_sweep_result_is_marked_partial_until_every_seed_ran() -> None:
     from benchmarks.moe.bench import BenchSetup
     from benchmarks.moe.bench_sweep import seed_setups, sweep_result
-    from moe_serving.model import MoEConfig
+    from lyra_ray.moe_serving.model import MoEConfig
 
     def run() -> dict[str, object]:
         ratios = {"p50_speedup": 1.7, "p95_speedup": 1.8, "throughput_ratio": 1.6}

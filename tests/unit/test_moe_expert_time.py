@@ -12,7 +12,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from moe_serving.expert_time import (
+from lyra_ray.moe_serving.expert_time import (
     GPUS,
     H200,
     ExpertCost,
@@ -21,7 +21,7 @@ from moe_serving.expert_time import (
     expert_times_s,
     flat_until,
 )
-from moe_serving.planner import plan_for_batch, plan_lina, step_times
+from lyra_ray.moe_serving.planner import plan_for_batch, plan_lina, step_times
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "h200_moe_expert.json"
 RAW = json.loads(DATA.read_text())
@@ -142,8 +142,8 @@ def test_plan_for_batch_refuses_a_bad_batch() -> None:
 
 
 def test_service_device_sleeps_the_model_unless_service_ms_is_given() -> None:
+    from lyra_ray.moe_serving.experts import ExpertWeights
     from lyra_ray.serving.moe_app import MoEDevice, call_seconds, device_service_ms
-    from moe_serving.experts import ExpertWeights
 
     cost = ExpertCost(32, 64)
     assert call_seconds(None, cost, 16) == pytest.approx(expert_time_s(32, 64, 16))
@@ -176,7 +176,7 @@ def test_service_device_sleeps_the_model_unless_service_ms_is_given() -> None:
 
 
 def test_roofline_ideal_ratio_pays_only_past_the_flat_region() -> None:
-    from moe_serving.bottleneck import ideal_report, roofline_work
+    from lyra_ray.moe_serving.bottleneck import ideal_report, roofline_work
 
     cost = ExpertCost(4096, 14336)  # flat to ~100 tokens
     uniform = np.full((1, 4), 2, dtype=np.int64)

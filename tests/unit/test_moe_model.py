@@ -6,10 +6,10 @@ import numpy as np
 import pytest
 import torch
 
-from moe_serving.experts import expert_ffn
-from moe_serving.model import MoEConfig, MoEModel, fit_bias, pick_shares, zipf_target
-from moe_serving.popularity import load_counts
-from moe_serving.workload import sample_batch, topic_mix
+from lyra_ray.moe_serving.experts import expert_ffn
+from lyra_ray.moe_serving.model import MoEConfig, MoEModel, fit_bias, pick_shares, zipf_target
+from lyra_ray.moe_serving.popularity import load_counts
+from lyra_ray.moe_serving.workload import sample_batch, topic_mix
 
 
 def _routes(cfg: MoEConfig, batches: int = 4, mix: np.ndarray | None = None) -> np.ndarray:

@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from lyra_ray.moe_serving.dynamic import chunk_hosts, static_hosts
 from lyra_ray.serving.moe_plan import RoutingTable, devices_of, plan_devices
-from moe_serving.dynamic import chunk_hosts, static_hosts
 
 
 def _table(servers: dict[str, int], load: list[list[float]], slots: int) -> RoutingTable:

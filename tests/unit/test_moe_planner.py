@@ -13,11 +13,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from moe_serving.cli import main
-from moe_serving.eplb import plan_eplb
-from moe_serving.packing import apportion, expand, greedy_pack, refine_swaps
-from moe_serving.plan_io import LoadFileError, read_load_file
-from moe_serving.planner import (
+from lyra_ray.moe_serving.cli import main
+from lyra_ray.moe_serving.eplb import plan_eplb
+from lyra_ray.moe_serving.packing import apportion, expand, greedy_pack, refine_swaps
+from lyra_ray.moe_serving.plan_io import LoadFileError, read_load_file
+from lyra_ray.moe_serving.planner import (
     Placement,
     device_loads,
     max_over_mean,
@@ -239,7 +239,7 @@ def test_cli_bad_input_exits_2_without_traceback(
     full = ["moe", "plan", *(["--load", str(src)] if "--load" not in args else []), *args]
     root = Path(__file__).resolve().parents[2]
     proc = subprocess.run(
-        [sys.executable, "-m", "moe_serving.cli", *full],
+        [sys.executable, "-m", "lyra_ray.moe_serving.cli", *full],
         capture_output=True,
         text=True,
         cwd=root,
@@ -253,9 +253,9 @@ def test_cli_bad_input_exits_2_without_traceback(
 
 def test_pure_modules_do_not_import_ray() -> None:
     code = (
-        "import sys; import moe_serving.model, moe_serving.popularity, moe_serving.planner, "
-        "moe_serving.eplb, moe_serving.packing, moe_serving.plan_io, moe_serving.experts, "
-        "moe_serving.workload, moe_serving.setup, moe_serving.cli, "
+        "import sys; from lyra_ray.moe_serving import model, popularity, planner, "
+        "eplb, packing, plan_io, experts, workload, setup, cli; "
+        "import "
         "benchmarks.moe.estimator_eval; "
         "assert 'ray' not in sys.modules, 'ray imported'"
     )

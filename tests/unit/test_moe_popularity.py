@@ -8,7 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from benchmarks.moe.estimator_eval import compare_estimators
-from moe_serving.popularity import (
+from lyra_ray.moe_serving.popularity import (
     MarginalEstimator,
     PathEstimator,
     load_counts,

@@ -9,8 +9,8 @@ from lyra_ray.model import Assignment, ClusterSnapshot, JobSpec, Node, Throughpu
 from lyra_ray.network.comm_profile import DEFAULT_BYTES, gradient_bytes, model_key
 from lyra_ray.network.ring import RingCommModel, RingLoads, ring_links, ring_order, ring_seconds
 from lyra_ray.network.topology import Topology
-from placement.placer import ConsolidatingPlacer
-from placement.ring import RingPlacer, embed, make_placer
+from lyra_ray.placement.placer import ConsolidatingPlacer
+from lyra_ray.placement.ring import RingPlacer, embed, make_placer
 
 # Two racks of four one-GPU servers, 4:1 oversubscribed: a rack's spine link carries a
 # single NIC's worth (4 x 1 / 4).

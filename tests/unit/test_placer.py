@@ -1,5 +1,5 @@
 from lyra_ray.model import Assignment, ClusterSnapshot, Node, ThroughputModel
-from placement.placer import ConsolidatingPlacer
+from lyra_ray.placement.placer import ConsolidatingPlacer
 
 
 def snap(nodes: list[Node], lent: frozenset[str] = frozenset()) -> ClusterSnapshot:

@@ -16,8 +16,8 @@ from lyra_ray.model.state import spec_from_dict, spec_to_dict
 from lyra_ray.model.throughput import SpecThroughputs, catalogue_throughputs
 from lyra_ray.parallelism.inputs import parse_model
 from lyra_ray.parallelism.jobs import CONFIG_KEY, best_plan, run_config
+from lyra_ray.policies.base import get_policy
 from lyra_ray.scheduling.core import SchedulerCore
-from policies.base import get_policy
 
 TYPES = ["a100", "v100"]
 EXAMPLE = Path(__file__).parents[2] / "jobs" / "examples" / "large-models.yaml"

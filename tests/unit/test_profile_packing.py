@@ -10,7 +10,7 @@ import pytest
 
 from lyra_ray.model import split_pair
 from lyra_ray.model.throughput import load_gavel_throughputs
-from policies.base import get_policy
+from lyra_ray.policies.base import get_policy
 from tests.gavel_builders import job as view
 from tests.gavel_builders import snapshot
 

@@ -10,8 +10,8 @@ PURE_PACKAGES = [
     "lyra_ray.telemetry",
     "lyra_ray.network",
     "lyra_ray.parallelism",
-    "policies",
-    "placement",
+    "lyra_ray.policies",
+    "lyra_ray.placement",
 ]
 """Every module under these is pure: the layers ARCHITECTURE.md marks PURE."""
 PURE = [
@@ -22,16 +22,16 @@ PURE = [
     "lyra_ray.serving.capacity",
     "lyra_ray.serving.meter",
     "lyra_ray.serving.moe_plan",
-    "moe_serving.model",
-    "moe_serving.popularity",
-    "moe_serving.planner",
-    "moe_serving.dynamic",
-    "moe_serving.bottleneck",
+    "lyra_ray.moe_serving.model",
+    "lyra_ray.moe_serving.popularity",
+    "lyra_ray.moe_serving.planner",
+    "lyra_ray.moe_serving.dynamic",
+    "lyra_ray.moe_serving.bottleneck",
     # the profiler's measuring side runs where only torch is (a bare GPU machine)
     "lyra_ray.profiling.meter",
     "lyra_ray.profiling.plan",
     "lyra_ray.profiling.core",
-    "jobs.models",
+    "lyra_ray.jobs.models",
 ]
 
 def test_pure_modules_do_not_import_ray() -> None:
@@ -42,7 +42,7 @@ def test_pure_modules_do_not_import_ray() -> None:
         "    for i in pkgutil.walk_packages(pkg.__path__, p + '.'):\n"
         "        importlib.import_module(i.name)\n"
         f"for m in {PURE!r}: importlib.import_module(m)\n"
-        "from policies.base import available_policies; available_policies()\n"
+        "from lyra_ray.policies.base import available_policies; available_policies()\n"
         "bad = sorted(k for k in sys.modules if k == 'ray' or k.startswith('ray.'))\n"
         "assert not bad, bad[:5]\n"
         "print('ok')\n"

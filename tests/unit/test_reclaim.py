@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import pytest
 
-from placement.reclaim import JobFootprint, naive_reclaim, plan_reclaim, server_values
+from lyra_ray.placement.reclaim import JobFootprint, naive_reclaim, plan_reclaim, server_values
 
 LENT = ("S1", "S2", "S3", "S4")
 

@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 from lyra_ray.model.restart_cost import H200_COLD_START_S, MEASURED, RESTART_S
+from lyra_ray.policies.lyra.two_phase import LyraPolicy
 from lyra_ray.runtime.restart_phases import PHASES
-from policies.lyra.two_phase import LyraPolicy
 
 ROOT = Path(__file__).resolve().parents[2]
 SHARED = ROOT.parent / "shared" / "data" / "gpu" / "h200.json"

@@ -15,9 +15,9 @@ from hypothesis import strategies as st
 
 from lyra_ray import model as m
 from lyra_ray.model.throughput import SpecThroughputs
+from lyra_ray.policies.base import get_policy
 from lyra_ray.scheduling.rounds import RoundMechanism
 from lyra_ray.sim.simulator import Simulator
-from policies.base import get_policy
 from tests.builders import job
 
 GPU = ["v100", "p100", "k80"]

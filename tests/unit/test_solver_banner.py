@@ -12,7 +12,7 @@ ROOT = Path(__file__).resolve().parents[2]
 
 SOLVE = """
 from lyra_ray.model.throughput import catalogue_throughputs
-from policies.base import get_policy
+from lyra_ray.policies.base import get_policy
 from tests.gavel_builders import job, snapshot
 jobs = [job(n, job_type=t) for n, t in (("a", "a3c"), ("b", "lm"))]
 alloc = get_policy("max_min_fairness_packed").allocate(

@@ -6,6 +6,7 @@ import pytest
 
 from lyra_ray import model as m
 from lyra_ray.model.throughput import SpecThroughputs
+from lyra_ray.policies.base import get_policy
 from lyra_ray.scheduling.core import SchedulerCore
 from lyra_ray.telemetry.catalogue import METRICS, MetricDef, metric
 from lyra_ray.telemetry.values import (
@@ -15,7 +16,6 @@ from lyra_ray.telemetry.values import (
     fair_share_ratio,
     state_samples,
 )
-from policies.base import get_policy
 from tests.builders import job
 
 

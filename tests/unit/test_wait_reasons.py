@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from lyra_ray.model import Assignment, ClusterSnapshot, JobSpec, JobStatus, JobView, Node
 from lyra_ray.model.throughput import SpecThroughputs
+from lyra_ray.policies.base import get_policy
+from lyra_ray.policies.lyra.two_phase import LyraPolicy
 from lyra_ray.scheduling.waiting import CODES, wait_reasons
-from policies.base import get_policy
-from policies.lyra.two_phase import LyraPolicy
 from tests.builders import job
 
 

@@ -10,12 +10,12 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from lyra_ray.model import ClusterSnapshot
-from policies.gavel import reference_cvxpy as ref
-from policies.gavel.inputs import Problem, build_problem
-from policies.gavel.lp import base_constraints, utility_matrix
-from policies.gavel.max_min_fairness import las_coefficients
-from policies.gavel.packed import _las_scale, _setup, packed_utility
-from policies.gavel.water_filling import (
+from lyra_ray.policies.gavel import reference_cvxpy as ref
+from lyra_ray.policies.gavel.inputs import Problem, build_problem
+from lyra_ray.policies.gavel.lp import base_constraints, utility_matrix
+from lyra_ray.policies.gavel.max_min_fairness import las_coefficients
+from lyra_ray.policies.gavel.packed import _las_scale, _setup, packed_utility
+from lyra_ray.policies.gavel.water_filling import (
     hierarchical_weights,
     solve_water_filling,
     utility_caps,
