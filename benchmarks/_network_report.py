@@ -5,6 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 SCHEDS = ("fair", "coflow", "echelon", "lina")
+JOBS = ("dp", "pp", "tp", "fsdp")
+RUNS = ("free", "consolidate", "ring")
 LINA_PAPER = 1.73
 
 
@@ -21,7 +23,8 @@ def _patterns(rows: list[dict[str, Any]]) -> list[str]:
         sch = row["schedulers"]
         if row["case"] == "echelon-example":
             continue
-        for job in sch["fair"]["iteration_s"]:
+        jobs = sch["fair"]["iteration_s"]  # the JSON sorts keys: dp, pp, tp, fsdp order
+        for job in sorted(jobs, key=lambda j: JOBS.index(j) if j in JOBS else len(JOBS)):
             vals = [sch[s]["iteration_s"][job] for s in SCHEDS]
             ratio = vals[0] / vals[2]
             out.append(
@@ -63,7 +66,7 @@ def _lina(rows: list[dict[str, Any]]) -> list[str]:
             f"{r['lina_best_speedup_vs_fair']:.2f}x | {LINA_PAPER}x |"
         )
     out += ["", "Lina's chunk sweep (step time, ms):", ""]
-    sizes = list(rows[0]["lina_chunks_s"]) if rows else []
+    sizes = sorted(rows[0]["lina_chunks_s"], key=float) if rows else []
     out.append("| model | NIC | " + " | ".join(f"{c} MB" for c in sizes) + " |")
     out.append("|---|---:|" + "---:|" * len(sizes))
     for r in rows:
@@ -84,7 +87,8 @@ def _sim(runs: list[dict[str, Any]]) -> list[str]:
             "| wall (s) |",
             "|---|---:|---:|---:|---:|---:|---:|",
         ]
-        for label, r in sim["runs"].items():
+        for label in sorted(sim["runs"], key=lambda k: RUNS.index(k) if k in RUNS else 9):
+            r = sim["runs"][label]
             out.append(
                 f"| {label} | {r['avg_jct_s'] / 3600:.2f} | {r['median_jct_s'] / 3600:.2f} | "
                 f"{r['p95_jct_s'] / 3600:.2f} | {r['makespan_s'] / 3600:.1f} | "
@@ -124,3 +128,66 @@ def markdown(result: dict[str, Any]) -> str:
             *_sim(result["sim"]),
         ]
     return "\n".join(parts) + "\n"
+
+
+# One function per table of docs/network.md, for the docs-table registry
+# (benchmarks/docs_tables.py): each renders one block between its markers.
+
+
+def example_table(result: dict[str, Any]) -> str:
+    return "\n".join(_example(result["flow_patterns"]))
+
+
+def patterns_table(result: dict[str, Any]) -> str:
+    """Iteration time per job, then the mean over the shared case's jobs per scheduler."""
+    shared = next(r for r in result["flow_patterns"] if r["case"] == "shared")
+    means = []
+    for s in SCHEDS:
+        it = shared["schedulers"][s]["iteration_s"]
+        means.append(f"{s} {_ms(sum(it.values()) / len(it))}")
+    n = len(shared["schedulers"]["fair"]["iteration_s"])
+    return "\n".join(
+        [*_patterns(result["flow_patterns"]), "", f"Mean over the {n} shared jobs: "
+         + ", ".join(means) + " ms."]
+    )  # fmt: skip
+
+
+def lina_table(result: dict[str, Any]) -> str:
+    lines = _lina(result["lina"])
+    return "\n".join(lines[: lines.index("")])
+
+
+def chunks_table(result: dict[str, Any]) -> str:
+    lines = _lina(result["lina"])
+    return "\n".join(lines[lines.index("") + 3 :])
+
+
+def sim_tables(result: dict[str, Any]) -> str:
+    """Each trace-simulation setting: its line, then free / consolidate / ring."""
+    out: list[str] = []
+    for sim in result["sim"]:
+        g = sim["gpus_per_node"]
+        out += [
+            f"{sim['policy']}, {g} GPU{'s' if g > 1 else ''} per server, "
+            f"`--network {sim['network']}`:",
+            "",
+            *_sim([sim])[2:-3],
+            "",
+        ]
+    return "\n".join(out[:-1])
+
+
+def wall_ratio_table(result: dict[str, Any]) -> str:
+    """Wall time per core step against the communication-free run (indented: the doc
+    shows it inside a list item)."""
+    out = [
+        "| setting | network model | network model + ring placer |",
+        "|---|---:|---:|",
+    ]
+    for sim in result["sim"]:
+        g, r = sim["gpus_per_node"], sim["wall_per_step_ratio"]
+        out.append(
+            f"| {sim['policy']}, {g} GPU{'s' if g > 1 else ''}/server "
+            f"| {r['consolidate_vs_free']:.2f}x | {r['ring_vs_free']:.2f}x |"
+        )
+    return "\n".join("  " + line for line in out)

@@ -129,6 +129,48 @@ TABLES: tuple[Table, ...] = (
         "benchmarks/results/planner_fit.json",
         "benchmarks._planner_fit_table:render",
     ),
+    Table(
+        "runtime-backfill",
+        "docs/runtime.md",
+        "benchmarks/results/backfill.json",
+        "benchmarks.backfill:render",
+    ),
+    Table(
+        "network-example",
+        "docs/network.md",
+        "benchmarks/results/network.json",
+        "benchmarks._network_report:example_table",
+    ),
+    Table(
+        "network-patterns",
+        "docs/network.md",
+        "benchmarks/results/network.json",
+        "benchmarks._network_report:patterns_table",
+    ),
+    Table(
+        "network-lina",
+        "docs/network.md",
+        "benchmarks/results/network.json",
+        "benchmarks._network_report:lina_table",
+    ),
+    Table(
+        "network-lina-chunks",
+        "docs/network.md",
+        "benchmarks/results/network.json",
+        "benchmarks._network_report:chunks_table",
+    ),
+    Table(
+        "network-sim",
+        "docs/network.md",
+        "benchmarks/results/network.json",
+        "benchmarks._network_report:sim_tables",
+    ),
+    Table(
+        "network-sim-cost",
+        "docs/network.md",
+        "benchmarks/results/network.json",
+        "benchmarks._network_report:wall_ratio_table",
+    ),
 )
 """Every rendered table. Add a row when a doc gains one."""
 
