@@ -32,7 +32,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from lyra_ray.runtime.embedded import EmbeddedCluster, embedded_cluster, free_port  # noqa: E402
+from lyra_ray.ops.embedded import EmbeddedCluster, embedded_cluster, free_port  # noqa: E402
 from lyra_ray.serving.load import LoadReport, run_load  # noqa: E402
 from lyra_ray.serving.load_pattern import LoadPattern  # noqa: E402
 

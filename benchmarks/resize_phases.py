@@ -30,7 +30,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from lyra_ray.runtime.embedded import embedded_cluster  # noqa: E402
+from lyra_ray.ops.embedded import embedded_cluster  # noqa: E402
 from lyra_ray.runtime.restart_phases import PHASES  # noqa: E402
 
 OUT = ROOT / "benchmarks" / "results" / "resize_phases.json"

@@ -216,7 +216,7 @@ def _logs(args: argparse.Namespace) -> int:
 
 
 def _up(args: argparse.Namespace) -> int:
-    from lyra_ray.runtime.local import up
+    from lyra_ray.ops.local import up
 
     if not args.local and not args.config:
         raise InputError("up: give --local (fake-GPU nodes on this host) or --config cluster.yaml")
@@ -267,7 +267,7 @@ def _up(args: argparse.Namespace) -> int:
 
 
 def _down(args: argparse.Namespace) -> int:
-    from lyra_ray.runtime.local import down
+    from lyra_ray.ops.local import down
 
     stopped = down(args.dir)
     if stopped:

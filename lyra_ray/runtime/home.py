@@ -1,6 +1,6 @@
 """Where ``lyra up`` keeps what it started (``LYRA_HOME``), and what a client reads there.
 
-Apart from :mod:`lyra_ray.runtime.local` so that the SDK can read the recorded auth mode
+Apart from :mod:`lyra_ray.ops.local` so that the SDK can read the recorded auth mode
 without importing the code that starts clusters and the scheduler.
 """
 

@@ -14,7 +14,7 @@ from collections.abc import Iterator, Sequence
 
 import pytest
 
-from lyra_ray.runtime.embedded import EmbeddedCluster, free_port, start_embedded
+from lyra_ray.ops.embedded import EmbeddedCluster, free_port, start_embedded
 
 __all__ = ["LiveCluster", "free_port", "start_cluster", "stop_cluster"]
 

@@ -27,7 +27,7 @@ GPU = "t4"
 @pytest.fixture(scope="module")
 def observed() -> Iterator[tuple[LiveCluster, Any]]:
     pytest.importorskip("ray")
-    from lyra_ray.runtime import prometheus as prom
+    from lyra_ray.ops import prometheus as prom
 
     if prom.prometheus_binary() is None:
         pytest.skip(prom.INSTALL_HINT)

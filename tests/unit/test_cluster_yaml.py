@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 import yaml
 
+from lyra_ray.ops.local import lyra_section
 from lyra_ray.runtime.config import SchedulerConfig
-from lyra_ray.runtime.local import lyra_section
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -24,8 +24,8 @@ from lyra_ray.jobs.catalogue import CATALOGUE
 from lyra_ray.model import JobSpec, scaling
 from lyra_ray.model.spec import load_job_file, parse_cluster, parse_job_list
 from lyra_ray.model.state import spec_from_dict, spec_to_dict
+from lyra_ray.ops.local import lyra_section, parse_nodes
 from lyra_ray.runtime.config import SchedulerConfig
-from lyra_ray.runtime.local import lyra_section, parse_nodes
 from lyra_ray.sim.traces import GAVEL_FIELDS, read_gavel_trace, read_philly_csv, read_yaml_jobs
 from tests.unit.fuzz_strategies import numbers, scalars, values, yaml_texts
 from tests.unit.fuzz_support import Outcomes, fuzz

@@ -15,9 +15,9 @@ from lyra_ray.cli.main import main
 from lyra_ray.model.errors import InputError
 from lyra_ray.model.spec import load_job_file, parse_cluster, parse_job_list, parse_job_spec
 from lyra_ray.model.throughput import load_gavel_throughputs
+from lyra_ray.ops.local import lyra_section, parse_nodes
 from lyra_ray.policies.base import PolicyError, get_policy
 from lyra_ray.runtime.config import SchedulerConfig
-from lyra_ray.runtime.local import lyra_section, parse_nodes
 from lyra_ray.serving.spec import parse_service_spec
 from lyra_ray.sim.serving import read_demand_csv
 from lyra_ray.sim.traces import read_gavel_trace, read_philly_csv

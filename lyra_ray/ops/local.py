@@ -99,7 +99,7 @@ def up(
     pool, labelled ``pool=inference``), then the scheduler, and with ``prometheus`` a
     Prometheus that scrapes them; returns the addresses."""
     if prometheus:
-        from lyra_ray.runtime import prometheus as prom
+        from lyra_ray.ops import prometheus as prom
 
         if nodes_spec is None:
             raise InputError("--prometheus: only with --local (it scrapes this host's nodes)")
@@ -237,7 +237,7 @@ def _up(
     actor = start_scheduler({**vars(cfg)})
     _first_admin(actor, h, info)
     if info.get("prometheus"):
-        from lyra_ray.runtime import prometheus as prom
+        from lyra_ray.ops import prometheus as prom
 
         port = int(info["prometheus"].rsplit(":", 1)[1])
         p = prom.start(prom.session_dir(), h / "prometheus", port)
