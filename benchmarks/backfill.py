@@ -6,7 +6,7 @@ command twice (``lyra simulate ... [--backfill]``, the user's own code path), st
 reports' figures in ``benchmarks/results/backfill.json`` and re-renders the doc's table
 through the docs-table registry.
 
-    .venv/bin/python -m benchmarks.backfill      # ~1 min on 2 cores
+    .venv/bin/python -m benchmarks.backfill      # a few seconds
 """
 
 from __future__ import annotations

@@ -59,7 +59,8 @@ class Table:
 
 def _pattern(marker: str) -> re.Pattern[str]:
     m = re.escape(marker)
-    return re.compile(rf"(<!-- {m} -->)(.*?)(<!-- /{m} -->)", re.S)
+    # the closing marker keeps its indentation (a table inside a list item)
+    return re.compile(rf"(<!-- {m} -->)(.*?)([ \t]*<!-- /{m} -->)", re.S)
 
 
 TABLES: tuple[Table, ...] = (
@@ -170,6 +171,66 @@ TABLES: tuple[Table, ...] = (
         "docs/network.md",
         "benchmarks/results/network.json",
         "benchmarks._network_report:wall_ratio_table",
+    ),
+    Table(
+        "lyra-guards",
+        "docs/lyra.md",
+        "benchmarks/results/lyra_guards.json",
+        "benchmarks._docs_renders:lyra_guards",
+    ),
+    Table(
+        "policy-solve",
+        "docs/gavel.md",
+        "benchmarks/results/policy_solve.json",
+        "benchmarks._docs_renders:policy_solve",
+    ),
+    Table(
+        "planner-speed",
+        "docs/planner.md",
+        "benchmarks/results/planner_speed.json",
+        "benchmarks._docs_renders:planner_speed",
+    ),
+    Table(
+        "moe-plan",
+        "docs/moe.md",
+        "benchmarks/results/moe_plan.json",
+        "benchmarks._docs_renders:moe_plan",
+    ),
+    Table(
+        "moe-serving",
+        "docs/moe.md",
+        "benchmarks/results/moe_serving.json",
+        "benchmarks._docs_renders:moe_serving",
+    ),
+    Table(
+        "moe-serving-repeat",
+        "docs/moe.md",
+        "benchmarks/results/moe_serving_repeat.json",
+        "benchmarks._docs_renders:moe_serving_repeat",
+    ),
+    Table(
+        "moe-expert-fit",
+        "docs/moe.md",
+        "benchmarks/results/moe_expert_fit.json",
+        "benchmarks._docs_renders:moe_expert_fit",
+    ),
+    Table(
+        "sim-speed-interpreters",
+        "docs/gavel.md",
+        "benchmarks/results/sim_speed_interpreters.json",
+        "benchmarks._docs_renders:sim_speed_interpreters",
+    ),
+    Table(
+        "planner-ptdp",
+        "docs/planner.md",
+        "benchmarks/results/planner_ptdp.json",
+        "benchmarks.planner_ptdp:render_table1",
+    ),
+    Table(
+        "planner-fig13",
+        "docs/planner.md",
+        "benchmarks/results/planner_ptdp.json",
+        "benchmarks.planner_ptdp:render_fig13",
     ),
 )
 """Every rendered table. Add a row when a doc gains one."""
