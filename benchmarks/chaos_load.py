@@ -143,8 +143,8 @@ def measure(
     os.environ.setdefault("RAY_AUTH_MODE", "disabled")
     import ray
 
+    from lyra_ray.contract.names import NAMESPACE, SCHEDULER_ACTOR
     from lyra_ray.ops.embedded import embedded_cluster
-    from lyra_ray.runtime.names import NAMESPACE, SCHEDULER_ACTOR
     from lyra_ray.runtime.scheduler import start_scheduler
     from lyra_ray.sdk import Client
 

@@ -92,7 +92,7 @@ def run_arm(
 ) -> dict[str, Any]:
     import ray
 
-    from lyra_ray.runtime.names import NAMESPACE, SCHEDULER_ACTOR
+    from lyra_ray.contract.names import NAMESPACE, SCHEDULER_ACTOR
     from lyra_ray.runtime.scheduler import start_scheduler
     from lyra_ray.sdk import TERMINAL, Client
 

@@ -28,7 +28,7 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
-from lyra_ray.runtime.auth import AuthError
+from lyra_ray.contract.errors import AuthError
 from lyra_ray.runtime.home import recorded_auth_mode, resolve_token
 
 if "RAY_AUTH_MODE" not in os.environ:
@@ -41,11 +41,11 @@ if "RAY_AUTH_MODE" not in os.environ:
 
 import ray
 
+from lyra_ray.contract.names import NAMESPACE, SCHEDULER_ACTOR
 from lyra_ray.model import JobSpec
 from lyra_ray.model.errors import InputError
 from lyra_ray.model.spec import load_job_entries, parse_job_spec
 from lyra_ray.model.state import spec_to_dict
-from lyra_ray.runtime.names import NAMESPACE, SCHEDULER_ACTOR
 from lyra_ray.serving.spec import parse_service_spec
 
 SpecError = InputError

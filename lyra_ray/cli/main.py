@@ -2,7 +2,7 @@
 
 Bad input raises :class:`InputError` anywhere below; it is printed as one line on
 stderr with exit code 2 — never a traceback — because the user, not the code, has to
-fix it. A refused lyra token (:class:`lyra_ray.runtime.auth.AuthError`, a
+fix it. A refused lyra token (:class:`lyra_ray.contract.errors.AuthError`, a
 ``PermissionError``) is one line too, exit code 1.
 """
 

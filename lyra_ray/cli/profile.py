@@ -268,8 +268,8 @@ def _measure(
     """Submit the profiling jobs, show each result as it lands, stop at the cap."""
     import ray
 
+    from lyra_ray.contract.names import NAMESPACE
     from lyra_ray.profiling.entry import ProfileInbox
-    from lyra_ray.runtime.names import NAMESPACE
     from lyra_ray.sdk import SpecError
 
     tag = uuid.uuid4().hex[:6]

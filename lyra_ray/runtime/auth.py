@@ -29,17 +29,13 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
+from lyra_ray.contract.errors import AuthError
+from lyra_ray.contract.tokens import TOKEN_ENV, TOKEN_FILE_ENV
 from lyra_ray.model.errors import InputError
 from lyra_ray.runtime.store import StateStore
 
-TOKEN_ENV = "LYRA_TOKEN"
-TOKEN_FILE_ENV = "LYRA_TOKEN_FILE"
 _TOKEN = re.compile(r"lyra_([0-9a-f]{16})_([A-Za-z0-9_-]{43})")
 _NAME = re.compile(r"[a-z][a-z0-9_-]{0,31}")
-
-
-class AuthError(PermissionError):
-    """A call without a valid token, or one its caller may not make. Nothing changed."""
 
 
 @dataclass(frozen=True)

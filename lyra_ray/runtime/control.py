@@ -14,7 +14,7 @@ from typing import Any
 
 import ray
 
-from lyra_ray.runtime.names import CONTROL_ACTOR, NAMESPACE
+from lyra_ray.contract.names import CONTROL_ACTOR, NAMESPACE
 
 
 @ray.remote(num_cpus=0, max_restarts=-1, max_concurrency=64)  # type: ignore[call-overload]

@@ -10,6 +10,8 @@ import json
 import os
 from pathlib import Path
 
+from lyra_ray.contract.tokens import TOKEN_ENV, TOKEN_FILE, TOKEN_FILE_ENV
+
 
 def lyra_home(d: str | None = None) -> Path:
     """``d``, else ``$LYRA_HOME``, else ``~/.lyra``; created if missing."""
@@ -26,11 +28,6 @@ def recorded_auth_mode(home: str | None = None) -> str | None:
     except (OSError, ValueError):
         return None
     return str(mode) if mode else None
-
-
-TOKEN_FILE = "token"
-"""Under ``LYRA_HOME``: the token the CLI and SDK use when ``LYRA_TOKEN`` is unset
-(``lyra up --local`` writes its first admin's there, mode 0600)."""
 
 
 def token_path(home: str | None = None) -> Path:
@@ -57,10 +54,10 @@ def resolve_token(environ: dict[str, str] | None = None) -> str | None:
     the job's (dashboard-visible) runtime env. A file another OS user cannot read (0600)
     grants nothing to them."""
     env = os.environ if environ is None else environ
-    token = env.get("LYRA_TOKEN", "").strip()
+    token = env.get(TOKEN_ENV, "").strip()
     if token:
         return token
-    named = env.get("LYRA_TOKEN_FILE", "").strip()
+    named = env.get(TOKEN_FILE_ENV, "").strip()
     home = env.get("LYRA_HOME")
     # a file named on purpose is the only one read: never fall back to another identity
     p = Path(named).expanduser() if named else Path(home or Path.home() / ".lyra") / TOKEN_FILE

@@ -15,12 +15,11 @@ from typing import Any
 
 import ray
 
+from lyra_ray.contract.labels import GPU_TYPE_LABEL, POOL_LABEL
 from lyra_ray.model import Event, Node, NodeDown, NodeUp
 
 log = logging.getLogger(__name__)
 
-GPU_TYPE_LABEL = "gpu-type"
-POOL_LABEL = "pool"
 _ACCEL_PREFIX = "accelerator_type:"
 
 

@@ -31,15 +31,14 @@ from typing import Any
 
 import ray
 
+from lyra_ray.contract.labels import GPU_TYPE_LABEL, NODE_ID_LABEL
+from lyra_ray.contract.names import NAMESPACE
 from lyra_ray.runtime.control import get_or_create_control
-from lyra_ray.runtime.inventory import GPU_TYPE_LABEL
-from lyra_ray.runtime.names import NAMESPACE
 from lyra_ray.train.step_loop import RESUME_KEY, latest_checkpoint
 
 log = logging.getLogger(__name__)
 
 RUN_PREFIX = "lyra-run-"
-NODE_ID_LABEL = "ray.io/node-id"
 
 
 def run_actor_name(job_id: str, generation: int) -> str:

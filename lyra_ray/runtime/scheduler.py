@@ -32,6 +32,7 @@ from typing import Any, cast
 import ray
 
 from lyra_ray import model as m
+from lyra_ray.contract.names import NAMESPACE, SCHEDULER_ACTOR
 from lyra_ray.model.errors import InputError
 from lyra_ray.model.state import JobState, spec_from_dict, spec_to_dict
 from lyra_ray.model.throughput import (
@@ -47,7 +48,6 @@ from lyra_ray.runtime.boundary import Boundary, JobMeta, check_origin, owned
 from lyra_ray.runtime.config import SchedulerConfig
 from lyra_ray.runtime.faults import FaultHook
 from lyra_ray.runtime.metrics import SchedulerMetrics, TimedPolicy
-from lyra_ray.runtime.names import NAMESPACE, SCHEDULER_ACTOR
 from lyra_ray.runtime.ray_runtime import RayRuntime
 from lyra_ray.runtime.scheduler_views import SchedulerViews
 from lyra_ray.runtime.serving import ServingPool

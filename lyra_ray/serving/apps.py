@@ -24,12 +24,12 @@ from typing import Any
 
 from ray import serve
 
+from lyra_ray.contract.labels import NODE_ID_LABEL
 from lyra_ray.serving.meter import RequestMeter
 from lyra_ray.serving.spec import ServiceSpec
 
 log = logging.getLogger(__name__)
 
-NODE_ID_LABEL = "ray.io/node-id"
 WAIT_FOR_BACKEND_S = 10.0
 
 

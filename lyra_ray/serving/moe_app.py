@@ -34,6 +34,7 @@ from typing import Any
 import numpy as np
 from ray import serve
 
+from lyra_ray.contract.labels import NODE_ID_LABEL
 from lyra_ray.moe_serving.expert_time import ExpertCost
 from lyra_ray.serving.meter import RequestMeter
 from lyra_ray.serving.moe_metrics import ExpertMetrics
@@ -42,7 +43,6 @@ from lyra_ray.serving.spec import moe_knobs
 
 log = logging.getLogger(__name__)
 
-NODE_ID_LABEL = "ray.io/node-id"
 WAIT_FOR_TABLE_S = 10.0
 DEVICE_GPU = "h200"
 """The GPU type whose expert-time model a device's calls take (the one measured)."""

@@ -91,7 +91,7 @@ def _restarts(client: Any) -> int:
 def _kill_scheduler() -> None:
     import ray
 
-    from lyra_ray.runtime.names import NAMESPACE, SCHEDULER_ACTOR
+    from lyra_ray.contract.names import NAMESPACE, SCHEDULER_ACTOR
 
     ray.kill(ray.get_actor(SCHEDULER_ACTOR, namespace=NAMESPACE), no_restart=False)
 
@@ -265,8 +265,8 @@ def test_hostile_payloads_leave_the_scheduler_alive_and_unchanged(client: Any) -
     from hypothesis import given
     from hypothesis import strategies as st
 
+    from lyra_ray.contract.names import NAMESPACE, SCHEDULER_ACTOR
     from lyra_ray.model.errors import InputError
-    from lyra_ray.runtime.names import NAMESPACE, SCHEDULER_ACTOR
     from lyra_ray.serving.spec import parse_service_spec
     from tests.unit.fuzz_strategies import job_dicts, plausible_job, values
     from tests.unit.fuzz_support import Outcomes, fuzz
