@@ -14,7 +14,7 @@ for its first admin); a cluster with identities on refuses a missing or wrong on
 
 Code: a job runs in the runtime env of the driver that submits it (inside ``ray job
 submit --working-dir D``: ``D``), overridden by ``submit(..., runtime_env=...)`` and by the
-job's own ``runtime_env`` field; local paths are uploaded (:mod:`lyra_ray.runtime.user_env`).
+job's own ``runtime_env`` field; local paths are uploaded (:mod:`lyra_ray.client.user_env`).
 """
 
 from __future__ import annotations
@@ -28,8 +28,8 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
+from lyra_ray.client.home import recorded_auth_mode, resolve_token
 from lyra_ray.contract.errors import AuthError
-from lyra_ray.runtime.home import recorded_auth_mode, resolve_token
 
 if "RAY_AUTH_MODE" not in os.environ:
     # Ray reads the auth mode once, when it is imported, and a client given an explicit
@@ -69,7 +69,7 @@ class Client:
         """``token``: the caller's lyra token; None reads ``LYRA_TOKEN`` and the files
         the module docstring names."""
         if not ray.is_initialized():
-            from lyra_ray.runtime.quiet import init_ray
+            from lyra_ray.client.quiet import init_ray
 
             init_ray(address or "auto")
         self.retry_s = retry_s
@@ -77,7 +77,7 @@ class Client:
         self._actor = self._lookup()
         self.ray_job = None
         """The Ray job this driver runs as (``ray job submit``): recorded with each job."""
-        from lyra_ray.runtime.user_env import ray_job_id
+        from lyra_ray.client.user_env import ray_job_id
 
         self.ray_job = ray_job_id()
         self.dropped_env: list[str] = []
@@ -128,7 +128,7 @@ class Client:
         inherit: bool,
     ) -> dict[str, Any]:
         """The job with the runtime env it runs in, local paths uploaded."""
-        from lyra_ray.runtime.user_env import client_env
+        from lyra_ray.client.user_env import client_env
 
         env, self.dropped_env = client_env(raw, base, runtime_env, inherit)
         out = {k: v for k, v in raw.items() if k != "runtime_env"}

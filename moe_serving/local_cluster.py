@@ -45,7 +45,7 @@ def local_cluster(
     from ray import serve
     from ray.cluster_utils import Cluster
 
-    from lyra_ray.runtime.quiet import init_ray, quiet_nodes, silenced
+    from lyra_ray.client.quiet import init_ray, quiet_nodes, silenced
 
     quiet_nodes()
     # Ray keeps sessions under <RAY_TMPDIR>/ray and writes the "current cluster" address file

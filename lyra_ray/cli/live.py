@@ -202,7 +202,7 @@ def _cancel(args: argparse.Namespace) -> int:
 
 
 def _logs(args: argparse.Namespace) -> int:
-    from lyra_ray.runtime.logs import run_log
+    from lyra_ray.client.logs import run_log
 
     c = _client(args.address)
     st = c.status(args.job_id)

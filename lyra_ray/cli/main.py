@@ -52,7 +52,7 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
-    from lyra_ray.runtime.quiet import quiet_loggers, set_verbose
+    from lyra_ray.client.quiet import quiet_loggers, set_verbose
 
     set_verbose(bool(args.verbose))
     logging.basicConfig(

@@ -1,7 +1,8 @@
 """The names that the scheduler, the SDK and a job's step loop find each other by.
 
-A module of constants only, so that each side can import them without importing the
-others (the SDK must not pull in the scheduler actor, nor the scheduler the SDK).
+Constants (and the one function that spells a run's actor name), so that each side can
+import them without importing the others (the SDK must not pull in the scheduler actor,
+nor the scheduler the SDK).
 """
 
 NAMESPACE = "lyra"
@@ -9,3 +10,10 @@ NAMESPACE = "lyra"
 anonymous one, so every lookup names it)."""
 SCHEDULER_ACTOR = "lyra-scheduler"
 CONTROL_ACTOR = "lyra-control"
+RUN_PREFIX = "lyra-run-"
+"""The Ray Train driver actor of each run: ``lyra logs`` finds a run's log by it."""
+
+
+def run_actor_name(job_id: str, generation: int) -> str:
+    """One actor name per run generation: a new run never races a dying one for a name."""
+    return f"{RUN_PREFIX}{job_id}-g{generation}"

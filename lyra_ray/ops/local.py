@@ -22,10 +22,10 @@ import time
 from pathlib import Path
 from typing import Any
 
+from lyra_ray.client.home import lyra_home
+from lyra_ray.client.quiet import init_ray, node_env
 from lyra_ray.model.errors import InputError
 from lyra_ray.model.spec import read_text_input, safe_load_yaml
-from lyra_ray.runtime.home import lyra_home
-from lyra_ray.runtime.quiet import init_ray, node_env
 
 log = logging.getLogger(__name__)
 
@@ -258,7 +258,7 @@ def _first_admin(actor: Any, h: Path, info: dict[str, Any]) -> None:
     (``lyra up`` again over the same ``--dir``) keeps them and the token written then."""
     import ray
 
-    from lyra_ray.runtime.home import token_path, write_token
+    from lyra_ray.client.home import token_path, write_token
 
     try:
         reply = ray.get(actor.user_add.remote(ADMIN, True))

@@ -26,8 +26,8 @@ from lyra_ray.model.spec import parse_job_spec, run_options
 from lyra_ray.model.throughput import MeasuredThroughputs
 from lyra_ray.runtime.auth import Identity
 from lyra_ray.runtime.entrypoint_check import EntrypointChecker
+from lyra_ray.runtime.job_env import ray_check
 from lyra_ray.runtime.store import StateStore
-from lyra_ray.runtime.user_env import ray_check
 
 _RAY_JOB = re.compile(r"[A-Za-z0-9_.:-]{1,128}")
 

@@ -32,19 +32,11 @@ from typing import Any
 import ray
 
 from lyra_ray.contract.labels import GPU_TYPE_LABEL, NODE_ID_LABEL
-from lyra_ray.contract.names import NAMESPACE
+from lyra_ray.contract.names import NAMESPACE, run_actor_name
 from lyra_ray.runtime.control import get_or_create_control
 from lyra_ray.train.step_loop import RESUME_KEY, latest_checkpoint
 
 log = logging.getLogger(__name__)
-
-RUN_PREFIX = "lyra-run-"
-
-
-def run_actor_name(job_id: str, generation: int) -> str:
-    """One actor name per run generation: a new run never races a dying one for a name."""
-    return f"{RUN_PREFIX}{job_id}-g{generation}"
-
 
 def run_name(job_id: str) -> str:
     """The stable Ray Train ``RunConfig.name`` of a job (same across reruns)."""
@@ -227,7 +219,7 @@ def start_run(req: RunRequest) -> None:
     ``lyra down`` / ``lyra up`` in between: packages live in the GCS, checkpoints on
     disk) is not started: its run ends at once as failed, naming the package, rather
     than an actor that cannot start and vanishes without a word."""
-    from lyra_ray.runtime.user_env import missing_packages
+    from lyra_ray.runtime.job_env import missing_packages
 
     control = get_or_create_control()
     ray.get(control.begin.remote(req.job_id, req.generation))

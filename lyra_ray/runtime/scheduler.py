@@ -47,12 +47,12 @@ from lyra_ray.runtime.auth import Users
 from lyra_ray.runtime.boundary import Boundary, JobMeta, check_origin, owned
 from lyra_ray.runtime.config import SchedulerConfig
 from lyra_ray.runtime.faults import FaultHook
+from lyra_ray.runtime.job_env import RENEW_S, UriKeeper
 from lyra_ray.runtime.metrics import SchedulerMetrics, TimedPolicy
 from lyra_ray.runtime.ray_runtime import RayRuntime
 from lyra_ray.runtime.scheduler_views import SchedulerViews
 from lyra_ray.runtime.serving import ServingPool
 from lyra_ray.runtime.store import StateStore
-from lyra_ray.runtime.user_env import RENEW_S, UriKeeper
 from lyra_ray.scheduling.core import SchedulerCore, default_rounds
 from lyra_ray.scheduling.waiting import WaitReason
 

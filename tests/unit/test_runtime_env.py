@@ -282,7 +282,7 @@ def test_inherited_keeps_supported_and_reports_the_rest() -> None:
 def test_requirements_files_are_read_on_the_submitting_machine(tmp_path: Any) -> None:
     """Both forms Ray accepts, ``pip: FILE`` and ``pip: {packages: FILE}``, become the
     file's list of packages (comments and blank lines dropped), the rest kept."""
-    from lyra_ray.runtime.user_env import read_pip_files
+    from lyra_ray.client.user_env import read_pip_files
 
     (tmp_path / "req.txt").write_text("numpy==1.26  # pinned\n\n# a comment\nrich\n")
     assert read_pip_files({"pip": "req.txt"}, tmp_path) == {"pip": ["numpy==1.26", "rich"]}

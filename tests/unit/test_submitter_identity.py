@@ -1,7 +1,7 @@
 """Who submits a job, as the live boundary sees it (#16): the Ray job id a driver runs as
-(:func:`lyra_ray.runtime.user_env.ray_job_id`, from a fake environment), ownership
+(:func:`lyra_ray.client.user_env.ray_job_id`, from a fake environment), ownership
 (:func:`lyra_ray.runtime.boundary.owned`, ``check_origin``, ``JobMeta``) and which lyra
-token a client sends (:func:`lyra_ray.runtime.home.resolve_token`). No Ray cluster."""
+token a client sends (:func:`lyra_ray.client.home.resolve_token`). No Ray cluster."""
 
 from __future__ import annotations
 
@@ -15,10 +15,10 @@ from typing import Any
 
 import pytest
 
+from lyra_ray.client.home import resolve_token, token_path, write_token
+from lyra_ray.client.user_env import JOB_CONFIG_ENV, ray_job_id
 from lyra_ray.model.errors import InputError
 from lyra_ray.runtime.auth import OPEN, Identity
-from lyra_ray.runtime.home import resolve_token, token_path, write_token
-from lyra_ray.runtime.user_env import JOB_CONFIG_ENV, ray_job_id
 
 # ---------------------------------------------------------------------- ray_job_id
 
@@ -61,7 +61,7 @@ def test_ray_job_id_reads_os_environ(monkeypatch: pytest.MonkeyPatch) -> None:
 def test_user_env_imports_without_ray() -> None:
     """Importing user_env (the SDK does at every Client) loads Ray only when it uploads."""
     code = (
-        "import sys, lyra_ray.runtime.user_env as u\n"
+        "import sys, lyra_ray.client.user_env as u\n"
         "assert 'ray' not in sys.modules, 'ray imported'\n"
         "print(u.ray_job_id({}))\n"
     )

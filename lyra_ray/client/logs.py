@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import logging
 
-from lyra_ray.runtime.runs import run_actor_name
+from lyra_ray.contract.names import run_actor_name
 
 log = logging.getLogger(__name__)
 

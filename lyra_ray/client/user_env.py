@@ -1,4 +1,4 @@
-"""A job's runtime environment on the Ray side: inherit, upload, check, keep alive.
+"""A job's runtime environment on the submitting side: inherit, read, upload.
 
 WHY: a user's training function lives in *their* directory, not in lyra's. Ray's runtime
 environments are how code reaches workers: a local directory is zipped into the
@@ -16,13 +16,10 @@ runtime env per job from the submitter to every Train run of every generation.
   Ray has no public "upload this directory" call, and ``ray.init(runtime_env=...)``
   uploads only for the process's own job, once, which an SDK already connected
   cannot redo.
-- :func:`ray_check` (the scheduler): Ray's own validation (``RuntimeEnv(**env)``) and
-  whether the GCS still holds each package.
-- :class:`UriKeeper`: the GCS deletes a package once nothing references it, and between
-  two generations of a job (queued, preempted) nothing does; the submitting Ray job may
-  have ended long ago. lyra pins each active job's packages with Ray's own temporary
-  reference (``pin_runtime_env_uri``, which ``ray job submit`` uses to bridge upload and
-  start), renewed while the job is active and left to expire after.
+
+The scheduler's half (Ray's own check of an uploaded env, and keeping its packages
+alive between a job's generations) is :mod:`lyra_ray.runtime.job_env`: a client never
+pins packages, and the scheduler never uploads a directory.
 """
 
 from __future__ import annotations
@@ -31,19 +28,15 @@ import json
 import logging
 import os
 import tempfile
-import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 from lyra_ray.model.errors import InputError
-from lyra_ray.model.runtime_env import check_runtime_env, inherited, is_uri, merge, uris
+from lyra_ray.model.runtime_env import check_runtime_env, inherited, is_uri, merge
 
 log = logging.getLogger(__name__)
 
-PIN_S = 2 * 3600
-"""How long one pin keeps a package; renewed every :data:`RENEW_S` while the job lives."""
-RENEW_S = 600.0
 JOB_CONFIG_ENV = "RAY_JOB_CONFIG_JSON_ENV_VAR"
 """Set by Ray's job manager for a ``ray job submit`` driver: its runtime env and metadata."""
 
@@ -153,58 +146,3 @@ def client_env(
     if own:
         env = merge(env, upload(own, base))
     return env, dropped
-
-
-def ray_check(env: Mapping[str, Any]) -> None:
-    """Ray's own checks of an uploaded env, and that the GCS holds its packages."""
-    if not env:
-        return
-    from ray._private.runtime_env.packaging import package_exists
-    from ray.runtime_env import RuntimeEnv
-
-    try:
-        RuntimeEnv(**dict(env))
-    except Exception as e:
-        first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
-        raise InputError(f"field 'runtime_env': Ray refuses it: {first}") from None
-    for u in uris(env):
-        if u.startswith("gcs://") and not package_exists(u):
-            raise InputError(
-                f"field 'runtime_env': package {u} is not in this cluster's GCS "
-                "(uploaded to another cluster, or expired): submit again from its directory"
-            )
-
-
-def missing_packages(env: Mapping[str, Any] | None) -> list[str]:
-    """The GCS packages of ``env`` the cluster no longer holds (a run would fail to start)."""
-    from ray._private.runtime_env.packaging import package_exists
-
-    return [u for u in uris(env) if u.startswith("gcs://") and not package_exists(u)]
-
-
-class UriKeeper:
-    """Pins the GCS packages of active jobs (see the module docstring)."""
-
-    def __init__(self) -> None:
-        self.pinned: dict[str, float] = {}
-
-    def keep(self, envs: Iterable[Mapping[str, Any] | None], now: float | None = None) -> int:
-        """Pin each package not pinned in the last :data:`RENEW_S`; returns how many."""
-        from ray._private.runtime_env.packaging import pin_runtime_env_uri
-
-        now = time.time() if now is None else now
-        wanted = {u for env in envs for u in uris(env) if u.startswith("gcs://")}
-        count = 0
-        for u in sorted(wanted):
-            if now - self.pinned.get(u, -1e18) < RENEW_S:
-                continue
-            try:
-                pin_runtime_env_uri(u, expiration_s=PIN_S)
-            except Exception:  # GCS busy: try again at the next renewal
-                log.warning("could not pin %s", u, exc_info=True)
-                continue
-            self.pinned[u] = now
-            count += 1
-        for u in set(self.pinned) - wanted:
-            del self.pinned[u]
-        return count
