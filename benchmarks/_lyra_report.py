@@ -177,9 +177,19 @@ def tables(report: Mapping[str, Any]) -> str:
         "",
         "Every pair: mean queuing / JCT in s, x vs Baseline, preempted, on-loan utilisation.",
         "",
-        "| window / seed | scenario | queuing (s) | JCT (s) | queuing x | JCT x | preempted "
-        "| on-loan util. (while jobs wait) | reclaims | waiting incl. re-queuing (s) |",
-        "|---|---|---|---|---|---|---|---|---|---|",
+        pairs_table(report),
+    ]
+    return "\n".join(out)
+
+
+def pairs_table(report: Mapping[str, Any]) -> str:
+    """Every (window, seed) pair's absolute figures per scenario; docs/lyra.md shows it for
+    the side runs (``--extra``), whose few pairs a mean over pairs would misstate."""
+    runs: Runs = report.get("runs", {})
+    out = [
+        "| window / seed | scenario | queuing (s) | JCT (s) | running (s) | queuing x | JCT x "
+        "| preempted | on-loan util. (while jobs wait) | reclaims | waiting incl. re-queuing (s) |",
+        "|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for key in sorted(runs, key=_sort_key):
         r = ratios(runs[key])
@@ -189,6 +199,7 @@ def tables(report: Mapping[str, Any]) -> str:
                 continue
             out.append(
                 f"| {key} | {LABEL[name]} | {s['avg_queue_s']:,.0f} | {s['avg_jct_s']:,.0f} "
+                f"| {_num(s.get('mean_run_s'))} "
                 f"| {_x(r[name]['queue_x'])} | {_x(r[name]['jct_x'])} "
                 f"| {_pct(s['preemption_ratio'])} | {_pct(s['on_loan_utilisation'])} "
                 f"({_pct(s.get('on_loan_utilisation_while_queued'))}) | {s['reclaims']} "

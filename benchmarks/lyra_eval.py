@@ -20,7 +20,13 @@ Scenarios: Baseline (``lyra-baseline``: no loaning, jobs at their requested size
 admission), Basic (``basic``: loaning with naive reclaim, greedy elasticity), Lyra
 (``lyra`` with :data:`LYRA`), Ideal (the same with zero checkpoint/restore cost);
 ``--extra`` adds side runs: ``lyra-one-type`` (Lyra without flexible workers on another
-GPU type) and ``lyra-t4-fast`` (Lyra with loaned GPUs as fast as V100s).
+GPU type) and ``lyra-t4-fast`` (Lyra with loaned GPUs as fast as V100s). docs/lyra.md's
+side runs are kept apart from the 14 pairs (a mean over two pairs would sit beside one
+over fourteen), in ``benchmarks/results/lyra_side_runs.json``::
+
+    .venv/bin/python benchmarks/lyra_eval.py --windows 5000,12000 --seeds 0 \
+        --scenarios baseline,lyra --extra lyra-one-type,lyra-t4-fast \
+        --out benchmarks/results/lyra_side_runs.json
 
 One invocation runs one or more (window, seed) pairs and merges them into the JSON
 (``--out``), replacing earlier results of the same pairs; the summary over every pair
