@@ -1,4 +1,4 @@
-"""Derive the scaling curves Lyra ships (``policies/lyra/curves.json``) from Pollux profiles.
+"""Derive the scaling curves Lyra ships (``lyra_ray/model/data/curves.json``) from Pollux profiles.
 
 Source: Pollux/AdaptDL (OSDI'21) simulator inputs, Apache-2.0,
 ``../shared/data/pollux/profiles/<model>/{placements,scalability}.csv`` — measured step
@@ -19,7 +19,7 @@ loaned server of another type always spans two servers, even when a consolidated
 its size would fit on one (``lyra_ray/model/mixed.py``). The project must run without the shared
 data, so the derived table is committed; rerun this script to regenerate it:
 
-    .venv/bin/python benchmarks/derive_curves.py [--data DIR] [--out policies/lyra/curves.json]
+    .venv/bin/python benchmarks/derive_curves.py [--data DIR] [--out FILE]
 """
 
 from __future__ import annotations
@@ -84,7 +84,7 @@ def spread(model_dir: Path, bsz: int) -> dict[int, float]:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--data", type=Path, default=shared_data())
-    ap.add_argument("--out", type=Path, default=ROOT / "policies" / "lyra" / "curves.json")
+    ap.add_argument("--out", type=Path, default=ROOT / "lyra_ray/model/data/curves.json")
     args = ap.parse_args()
     out: dict[str, object] = {
         "source": "Pollux/AdaptDL OSDI'21 profiles (Apache-2.0), "

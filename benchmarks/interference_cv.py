@@ -9,7 +9,7 @@ pair nobody measured is hidden, and scores the hidden shares of:
 * ``additive``: ``mu + a_i + b_j`` by least squares, as it is (unclipped);
 * ``additive, clipped``: the same, clipped as the predictor is (what clipping alone does);
 * ``mean share``: the mean of the training shares for every pair;
-* ``catalogue seed``: ``lyra_ray.jobs.catalogue.KEEP_WHEN_SHARED[i]`` for job i beside anyone
+* ``catalogue seed``: ``lyra_ray.model.catalogue.KEEP_WHEN_SHARED[i]`` for job i beside anyone
   (what the scheduler assumes before it has measured anything; no fit).
 
 Targets are the measured shares as they are, some above 1 by noise; the MAE against
@@ -37,7 +37,7 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from lyra_ray.jobs.catalogue import KEEP_WHEN_SHARED  # noqa: E402
+from lyra_ray.model.catalogue import KEEP_WHEN_SHARED  # noqa: E402
 from lyra_ray.model.interference import (  # noqa: E402
     InterferenceModel,
     fit_additive,

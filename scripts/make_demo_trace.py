@@ -10,7 +10,7 @@ from pathlib import Path
 
 import yaml
 
-from lyra_ray.jobs.catalogue import CATALOGUE
+from lyra_ray.model.catalogue import CATALOGUE
 
 
 def main() -> None:

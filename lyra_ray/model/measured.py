@@ -1,7 +1,7 @@
 """Throughput tables measured on real GPUs, shipped with the project.
 
 Why a module of its own: every number the policies rest on must say where it came from.
-The workload catalogue (:mod:`lyra_ray.jobs.catalogue`) is estimates; the tables here are
+The workload catalogue (:mod:`lyra_ray.model.catalogue`) is estimates; the tables here are
 measurements, copied into the package (``lyra_ray/model/data/``) so the project runs
 without ``../shared``, each with its provenance inside the file.
 

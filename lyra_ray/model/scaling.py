@@ -4,8 +4,8 @@
 (the default) is ``n``. The measured curves are named after the model they were
 measured on (``bert``, ``cifar10``, ``deepspeech2``, ``imagenet``, ``ncf``, ``yolov3``):
 Pollux/AdaptDL's profiles (OSDI'21, Apache-2.0), reduced by
-``benchmarks/derive_curves.py`` to a small table shipped as ``policies/lyra/curves.json``
-so that the project runs without the shared data folder. They are real and not concave:
+``benchmarks/derive_curves.py`` to a small table shipped as ``data/curves.json`` in
+this package so that the project runs without the shared data folder. They are real and not concave:
 e.g. bert speeds up almost linearly on the 4 GPUs of one node but far less on 5 (the
 fifth worker sits on a second node and every step pays a cross-node all-reduce).
 Between measured worker counts the speedup is interpolated linearly; beyond the largest
@@ -15,7 +15,6 @@ it stays flat.
 from __future__ import annotations
 
 import functools
-import importlib.util
 import json
 from bisect import bisect_right
 from pathlib import Path
@@ -24,14 +23,12 @@ CURVES_FILE = "curves.json"
 
 
 def _curves_path() -> Path | None:
-    spec = importlib.util.find_spec("policies")
-    if spec is None or not spec.submodule_search_locations:
-        return None
-    for loc in spec.submodule_search_locations:
-        p = Path(loc) / "lyra" / CURVES_FILE
-        if p.is_file():
-            return p
-    return None
+    """The table shipped in this package's ``data/`` (package data, like the measured
+    throughputs): found wherever lyra is installed, whatever the working directory.
+    Until it moved here it was looked up as ``policies/lyra/curves.json`` through the
+    import system, which found it only when run from the repository."""
+    p = Path(__file__).parent / "data" / CURVES_FILE
+    return p if p.is_file() else None
 
 
 @functools.cache

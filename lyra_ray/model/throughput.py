@@ -253,8 +253,8 @@ def _rates(entry: Any) -> dict[str, tuple[float, float]]:
 
 
 def catalogue_throughputs() -> CatalogueThroughputs:
-    """The workload catalogue the project ships (see :mod:`lyra_ray.jobs.catalogue`)."""
-    from lyra_ray.jobs.catalogue import CATALOGUE, MEASURED_GPU_TYPES, pair_rates
+    """The workload catalogue the project ships (see :mod:`lyra_ray.model.catalogue`)."""
+    from lyra_ray.model.catalogue import CATALOGUE, MEASURED_GPU_TYPES, pair_rates
 
     alone = {(name, 1): dict(t) for name, t in CATALOGUE.items()}
     pairs = {

@@ -20,8 +20,8 @@ import yaml
 from hypothesis import given
 from hypothesis import strategies as st
 
-from lyra_ray.jobs.catalogue import CATALOGUE
 from lyra_ray.model import JobSpec, scaling
+from lyra_ray.model.catalogue import CATALOGUE
 from lyra_ray.model.spec import load_job_file, parse_cluster, parse_job_list
 from lyra_ray.model.state import spec_from_dict, spec_to_dict
 from lyra_ray.ops.local import lyra_section, parse_nodes

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from lyra_ray.jobs.catalogue import CATALOGUE, ESTIMATED, MEASURED_GPU_TYPES, pair_rates
+from lyra_ray.model.catalogue import CATALOGUE, ESTIMATED, MEASURED_GPU_TYPES, pair_rates
 from lyra_ray.model.measured import H200_FILE, h200_table, load_packaged
 from lyra_ray.model.throughput import catalogue_throughputs, load_gavel_throughputs
 from tests.builders import job

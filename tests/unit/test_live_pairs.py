@@ -7,7 +7,7 @@ import math
 
 import pytest
 
-from lyra_ray.jobs.catalogue import CATALOGUE, KEEP_WHEN_SHARED, pair_rates
+from lyra_ray.model.catalogue import CATALOGUE, KEEP_WHEN_SHARED, pair_rates
 from lyra_ray.model.throughput import MeasuredThroughputs, catalogue_throughputs
 from lyra_ray.policies.base import get_policy
 from tests.builders import job
