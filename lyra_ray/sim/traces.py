@@ -106,7 +106,7 @@ def read_gavel_trace(
 def read_philly_csv(
     path: str | Path, seed: int = 0, max_jobs: int | None = None, max_gpus: int | None = None
 ) -> list[JobSpec]:
-    from lyra_ray.jobs.catalogue import CATALOGUE
+    from lyra_ray.model.catalogue import CATALOGUE
 
     p = Path(path)
     rng = random.Random(seed)
