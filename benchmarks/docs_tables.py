@@ -215,6 +215,12 @@ TABLES: tuple[Table, ...] = (
         "benchmarks._docs_renders:moe_expert_fit",
     ),
     Table(
+        "live-overhead",
+        "docs/observability.md",
+        "benchmarks/results/live_overhead.json",
+        "benchmarks._docs_renders:live_overhead",
+    ),
+    Table(
         "sim-speed-interpreters",
         "docs/gavel.md",
         "benchmarks/results/sim_speed_interpreters.json",
