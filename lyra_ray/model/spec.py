@@ -18,6 +18,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from lyra_ray.model import JobSpec, Node
 from lyra_ray.model.errors import InputError
+from lyra_ray.model.plugins import plan_model
 from lyra_ray.model.runtime_env import check_backend, check_runtime_env
 
 SpecError = InputError
@@ -220,31 +221,10 @@ def _planned(
     source: str,
     known_gpu_types: Iterable[str] | None,
 ) -> tuple[dict[str, dict[int, float]], dict[str, Any]]:
-    """A model job's steps/s per GPU type and size, and its config with the model kept."""
-    from lyra_ray.parallelism import jobs
-    from lyra_ray.parallelism.hardware import CATALOGUE
-    from lyra_ray.parallelism.inputs import parse_model
-
-    try:
-        model = parse_model(raw, "model")
-    except InputError as e:
-        field, _, msg = str(e).partition(": ")
-        raise InputError(f"{source}: field '{field}': {msg}") from None
-    if jobs.CONFIG_KEY in config:
-        raise InputError(f"{source}: field 'config.{jobs.CONFIG_KEY}': set by lyra for a model")
-    if hi - lo + 1 > jobs.MAX_SIZES:
-        raise InputError(
-            f"{source}: field 'max_workers': a job with a model may span at most "
-            f"{jobs.MAX_SIZES} worker counts, got {lo}..{hi}"
-        )
-    types = sorted({g.lower() for g in known_gpu_types} if known_gpu_types else CATALOGUE)
-    table = jobs.throughput_table(model, types, range(lo, hi + 1))
-    if not table:
-        raise InputError(
-            f"{source}: field 'model': {model.model.name} does not fit on {lo}..{hi} GPUs "
-            f"of any type the planner knows in {types} (known: {sorted(CATALOGUE)})"
-        )
-    return table, jobs.job_config(config, model)
+    """A model job's steps/s per GPU type and size, and its config with the model kept:
+    the registered planner's (:mod:`lyra_ray.model.plugins`; the parallelism planner sits
+    above the model and plugs in, so the model imports nothing of it)."""
+    return plan_model(raw, config, lo, hi, source, known_gpu_types)
 
 
 def safe_load_yaml(text: str, source: str) -> Any:

@@ -10,6 +10,8 @@ by predicted iteration time. The model and its limits are in ``docs/planner.md``
 the numbers it uses for a GPU type (fitted to measurements for H200, defaults elsewhere).
 """
 
+# registers the planner that sizes a job's `model:` with the spec parser (model/plugins.py)
+from lyra_ray.parallelism import spec_plan as _spec_plan  # noqa: F401
 from lyra_ray.parallelism.cost import Constants, ProfiledTimes, constants_for, layer_time_s
 from lyra_ray.parallelism.hardware import CATALOGUE, GpuSpec, gpu_spec
 from lyra_ray.parallelism.layers import LayerCost, ModelSpec, layer_list
