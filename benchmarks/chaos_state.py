@@ -110,8 +110,8 @@ def run(finished: int, batch: int, archive_on: bool, sample_every: int) -> dict[
             events.append(m.JobProgress(jid, 50.0, 1.0))
             events += runtime._ended(r, "completed", 100.0, "")
         ended += sum(1 for e in events if isinstance(e, m.JobCompleted))
-        core.fold(60.0 * cycle, events)  # one round per cycle: every cycle launches
-        decision = core.decide()
+        # one round per cycle: every cycle launches
+        decision = core.step(60.0 * cycle, events)
         if archive_on:
             hand_out_terminal(core, archive, runtime, reasons)
         commit([s for s, *_ in rows])

@@ -20,7 +20,7 @@ import os
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import asdict
-from typing import Any
+from typing import Any, ClassVar
 
 import ray
 
@@ -46,13 +46,12 @@ class RayRuntime:
         specs: Callable[[str], m.JobSpec],
         storage_path: str,
         grace_s: float = 30.0,
-        serving_hook: Callable[[m.Action], None] | None = None,
         node_ready: Callable[[str], bool] | None = None,
         max_restarts: int = MAX_UNEXPECTED_ENDS,
         run_options: Callable[[str], Mapping[str, Any]] | None = None,
         speeds: Callable[[m.JobSpec, str], float] | None = None,
     ) -> None:
-        """``serving_hook`` carries out Lend / Reclaim / ScaleServe; ``node_ready(node)``
+        """``node_ready(node)``
         says whether training may use a server yet (a lent server is ready once its
         Serve replicas have left). A run bound for a server not ready waits.
         ``run_options(job)``: what travels beside the job's spec (``runtime_env``,
@@ -66,7 +65,6 @@ class RayRuntime:
         self.storage_path = storage_path if "://" in storage_path else os.path.abspath(storage_path)
         self.grace_s = grace_s
         self.max_restarts = max_restarts
-        self.serving_hook = serving_hook
         self.inventory = Inventory()
         self.runs: dict[str, RunRecord] = {}
         self.generations: dict[str, int] = {}
@@ -141,10 +139,7 @@ class RayRuntime:
                 self._stop(a.job_id, next_assignment=None)
             elif isinstance(a, m.Finish):
                 self._finish(a.job_id)
-            elif self.serving_hook is not None:
-                self.serving_hook(a)
-            else:
-                log.info("no serving hook: ignoring %s", a)
+            # Lend, Reclaim and ScaleServe are the serving pool's: the loop's other sink
 
     def _launch_or_queue(self, job_id: str, assignment: dict[str, Any] | None) -> None:
         assert assignment is not None
@@ -249,6 +244,13 @@ class RayRuntime:
         runs.kill_run(r.job_id, r.generation)
 
     # ------------------------------------------------------------------ events
+
+    reports_progress: ClassVar[bool] = False
+    """Its progress reports cannot be held back (the control actor keeps only the last)."""
+
+    def collect(self, now: float, earlier: Sequence[m.Event], progress: bool) -> list[m.Event]:
+        """As the loop's source (:mod:`lyra_ray.scheduling.loop`): :meth:`poll`."""
+        return self.poll()
 
     def poll(self) -> list[m.Event]:
         events: list[m.Event] = [*self._pending, *self.inventory.refresh()]

@@ -1,6 +1,9 @@
-"""The scheduler actor's methods besides its loop and job boundary: views, services,
-users, test hooks. A mixin of :class:`lyra_ray.runtime.scheduler.GlobalScheduler` (Ray
-exposes inherited methods as actor methods), kept apart so each file stays one concept.
+"""The scheduler's views and admin operations: status views, services, users, test hooks.
+
+A member of :class:`lyra_ray.runtime.scheduler.GlobalScheduler`, whose actor methods
+call it; it holds the services it reads and never writes another's fields: changes go
+through their owners (the serving pool deploys, the loop's store commits, the clock
+stops).
 
 Every method takes the caller's lyra token (``auth``): what lists jobs shows only the
 caller's own unless they are an admin; what changes the cluster for everyone (services,
@@ -23,8 +26,9 @@ from lyra_ray.serving.spec import parse_service_spec
 if TYPE_CHECKING:
     from lyra_ray.runtime.archive import JobArchive
     from lyra_ray.runtime.auth import Identity, Users
-    from lyra_ray.runtime.boundary import JobMeta
     from lyra_ray.runtime.config import SchedulerConfig
+    from lyra_ray.runtime.cycle import CycleStats, LiveStore, WallClock
+    from lyra_ray.runtime.desk import JobDesk
     from lyra_ray.runtime.faults import FaultHook
     from lyra_ray.runtime.metrics import SchedulerMetrics
     from lyra_ray.runtime.ray_runtime import RayRuntime
@@ -33,36 +37,38 @@ if TYPE_CHECKING:
 
 
 class SchedulerViews:
-    cfg: SchedulerConfig
-    core: SchedulerCore
-    runtime: RayRuntime
-    serving: ServingPool
-    archive: JobArchive
-    users: Users
-    jobmeta: JobMeta
-    fault: FaultHook
-    metrics: SchedulerMetrics | None
-    lock: threading.RLock
-    wake: threading.Event
-    restarts: int
-    cycle_s: list[dict[str, float]]
-    commits: list[dict[str, float]]
-    _stopped: bool
+    def __init__(
+        self,
+        cfg: SchedulerConfig,
+        core: SchedulerCore,
+        runtime: RayRuntime,
+        serving: ServingPool,
+        desk: JobDesk,
+        live: LiveStore,
+        stats: CycleStats,
+        clock: WallClock,
+        users: Users,
+        metrics: SchedulerMetrics | None,
+        lock: threading.RLock,
+        wake: threading.Event,
+    ) -> None:
+        self.cfg, self.core, self.runtime, self.serving = cfg, core, runtime, serving
+        self.desk, self.live, self.cycle_stats, self.clock = desk, live, stats, clock
+        self.users, self.metrics, self.lock, self.wake = users, metrics, lock, wake
+        self.fault: FaultHook = live.fault
+        self.archive: JobArchive = live.archive
 
-    def _save(self, consumed: list[int]) -> None:
-        raise NotImplementedError
-
-    def _all_jobs(self) -> list[dict[str, Any]]:
-        raise NotImplementedError
+    def _save(self) -> None:
+        self.live.save(self.core, [])
 
     def _mine(self, job_id: str, who: Identity) -> bool:
-        return who.may_touch(self.jobmeta.owner(job_id))
+        return who.may_touch(self.desk.jobmeta.owner(job_id))
 
     # ------------------------------------------------------------------ anyone
 
     def ping(self, auth: str | None = None) -> dict[str, Any]:
         return {
-            "restarts": self.restarts,
+            "restarts": self.live.restarts,
             "config": asdict(self.cfg),
             "identities": self.users.enabled,
         }
@@ -94,7 +100,7 @@ class SchedulerViews:
                         "state": state,
                     }
                 )
-            jobs = self.jobmeta.visible(self._all_jobs(), who)
+            jobs = self.desk.jobmeta.visible(self.desk.all_jobs(), who)
             rounds = {
                 "policy": self.cfg.policy,
                 "round_s": self.core.round_s,
@@ -132,12 +138,12 @@ class SchedulerViews:
         self.users.require_admin(auth, "the scheduler's statistics")
         with self.lock:
             return {
-                "cycle_s": list(self.cycle_s),
-                "commits": list(self.commits),
+                "cycle_s": list(self.cycle_stats.cycle_s),
+                "commits": list(self.live.commits),
                 "gaps": list(self.runtime.gaps),
                 "restart_phases": list(self.runtime.phases.done),
                 "cycles": self.core.cycles,
-                "restarts": self.restarts,
+                "restarts": self.live.restarts,
                 "jobs_in_state": len(self.core.jobs),
                 "archived": self.archive.count(),
             }
@@ -155,7 +161,7 @@ class SchedulerViews:
                 time.sleep(0.2)
             with self.lock:
                 url = self.serving.deploy(spec)
-                self._save([])
+                self._save()
         except InputError as e:
             return {"ok": False, "error": str(e)}
         self.wake.set()
@@ -166,7 +172,7 @@ class SchedulerViews:
         try:
             with self.lock:
                 self.serving.remove(name)
-                self._save([])
+                self._save()
         except InputError as e:
             return {"ok": False, "error": str(e)}
         self.wake.set()
@@ -215,5 +221,4 @@ class SchedulerViews:
 
     def shutdown(self, auth: str | None = None) -> None:
         self.users.require_admin(auth, "shutting the scheduler down")
-        self._stopped = True
-        self.wake.set()
+        self.clock.stop()

@@ -23,8 +23,8 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable, Mapping
-from typing import Any
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, ClassVar
 
 from ray import serve
 
@@ -242,7 +242,14 @@ class ServingPool:
 
     # ------------------------------------------------------------------ actions
 
-    def apply(self, action: m.Action) -> None:
+    def apply(self, actions: Sequence[m.Action]) -> None:
+        """As the loop's sink: carry out the Lend, Reclaim and ScaleServe actions (the
+        executor carries out the rest)."""
+        for a in actions:
+            if isinstance(a, m.Lend | m.Reclaim | m.ScaleServe):
+                self._apply(a)
+
+    def _apply(self, action: m.Action) -> None:
         now = time.time()
         if isinstance(action, m.Lend):
             node = action.node_id
@@ -272,6 +279,14 @@ class ServingPool:
         return any(apps.backend_app_name(s, node) in names for s in self.services)
 
     # ------------------------------------------------------------------ poll
+
+    reports_progress: ClassVar[bool] = False
+
+    def collect(self, now: float, earlier: Sequence[m.Event], progress: bool) -> list[m.Event]:
+        """As the loop's source: follow the nodes the executor saw come and go
+        (``earlier``), then :meth:`poll`."""
+        self.node_events(list(earlier))
+        return self.poll(now)
 
     def poll(self, now: float) -> list[m.Event]:
         """Advance drains and reclaims; report the demand when it changes."""

@@ -1,6 +1,6 @@
-"""The interfaces around :class:`~lyra_ray.scheduling.core.SchedulerCore`: what carries its
-decisions out (a runtime), what turns time fractions into rounds, and what puts an
-assignment on nodes.
+"""The interfaces inside :class:`~lyra_ray.scheduling.decider.Decider`: what turns time
+fractions into rounds, and what puts an assignment on nodes (what feeds the core and
+carries its decisions out is the loop's: :mod:`lyra_ray.scheduling.loop`).
 
 Kept apart from the core so that a runtime, a round mechanism or a placer can be typed
 against them without importing the core's machinery. Every method the core calls is
@@ -9,20 +9,12 @@ declared here: the core never probes for optional hooks.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from typing import Any, Protocol
 
 from lyra_ray import model as m
 from lyra_ray.model import Assignment, ClusterSnapshot, JobId, NodeId
 from lyra_ray.policies.base import Policy
-
-
-class Runtime(Protocol):
-    """What carries the core's decisions out: :class:`SimRuntime` or ``RayRuntime``."""
-
-    def apply(self, actions: Sequence[m.Action]) -> None: ...
-
-    def poll(self) -> list[m.Event]: ...
 
 
 class RoundMechanismLike(Protocol):

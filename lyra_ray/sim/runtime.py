@@ -16,7 +16,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Protocol
+from typing import ClassVar, Protocol
 
 from lyra_ray import model as m
 from lyra_ray.model import Assignment, JobId, JobSpec
@@ -91,7 +91,15 @@ class SimRuntime:
             self._next = (None if best == math.inf else best,)
         return self._next[0]
 
-    # ---------------------------------------------------------------- Runtime protocol
+    # ---------------------------------------------------------------- the loop's source and sink
+
+    reports_progress: ClassVar[bool] = True
+
+    def collect(self, now: float, earlier: Sequence[m.Event], progress: bool) -> list[m.Event]:
+        """As a source of :func:`lyra_ray.scheduling.loop.loop`: run every job up to
+        ``now``, then :meth:`poll`."""
+        self.advance(now)
+        return self.poll(progress)
 
     def poll(self, progress: bool = True) -> list[m.Event]:
         """Completions, and (unless ``progress`` is false) the steps of every job that moved.

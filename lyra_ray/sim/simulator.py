@@ -2,8 +2,11 @@
 
 Time jumps from one interesting instant to the next — an arrival, a predicted
 completion, the core's next wakeup (a round boundary), a change of serving demand — so
-the number of core steps grows with the trace's events, not with its simulated length. The
-loop is the core's (see :mod:`lyra_ray.scheduling.core`): fold, decide, apply, wait.
+the number of core steps grows with the trace's events, not with its simulated length.
+The loop is the one the live scheduler runs (:func:`lyra_ray.scheduling.loop.loop`); this
+module supplies its virtual clock, the trace as a source, the fluid job model
+(:class:`~lyra_ray.sim.runtime.SimRuntime`) as source and sink, a store that keeps
+nothing, and the usage recorder as an observer.
 """
 
 from __future__ import annotations
@@ -12,13 +15,14 @@ import logging
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, ClassVar
 
 from lyra_ray import model as m
 from lyra_ray.model import JobSpec, Node
 from lyra_ray.policies.base import Policy
 from lyra_ray.scheduling.core import SchedulerCore
 from lyra_ray.scheduling.interfaces import Placer
+from lyra_ray.scheduling.loop import Cycle, NoStore, loop
 from lyra_ray.sim.events import EventQueue
 from lyra_ray.sim.metrics import Recorder, job_records, summarise
 from lyra_ray.sim.runtime import RateModel, SimRuntime
@@ -89,43 +93,11 @@ class Simulator:
             total_gpus=sum(n.num_gpus for n in self.nodes),
         )
         core, rt = self.core, self.runtime
-        next_wakeup: float | None = None
-        steps = done = 0
-        total = len(specs)
-        while True:
-            t_evt = queue.peek_time()
-            t_done = rt.next_completion()
-            candidates = [x for x in (t_evt, t_done, next_wakeup) if x is not None]
-            # Finished once every job is done: serving-demand changes after the last
-            # completion would only stretch the usage denominators.
-            if not candidates or done >= total:
-                break
-            t = min(candidates)
-            if self.max_time_s is not None and t > self.max_time_s:
-                break
-            rt.advance(t)
-            events = queue.pop_until(t)
-            # Mid-round, a core that holds every job where it is reads no progress: hold
-            # the reports back (they are absolute) instead of folding ~one per job.
-            quiet = (
-                not core.round_due(t, events)
-                and core.holds_mid_round()
-                and not any(isinstance(e, m.NodeUp | m.NodeDown) for e in events)
-            )
-            events += rt.poll(progress=not quiet)
-            core.fold(t, events)
-            decision = core.decide()
-            rt.apply(decision.actions)
-            next_wakeup = decision.next_wakeup
-            if decision.actions or any(not isinstance(e, _QUIET) for e in events):
-                # else the usage sample would repeat the last one
-                recorder.record(t, core, decision.actions)
-            done += sum(1 for e in events if isinstance(e, m.JobCompleted))
-            steps += 1
-            if progress is not None and steps % 256 == 0:
-                progress(done, total)
+        watch = _Watch(recorder, len(specs), progress)
+        clock = _VirtualClock(queue, rt, watch, self.max_time_s)
+        steps = loop(core, clock, [_Arrivals(queue), rt], [rt], NoStore(), [watch])
         if progress is not None:
-            progress(done, total)
+            progress(watch.done, watch.total)
         records = job_records(core, order)
         summary = summarise(records, window)
         end = max((r["finish_s"] or 0.0) for r in records) if records else 0.0
@@ -136,3 +108,60 @@ class Simulator:
         wall = time.perf_counter() - wall0
         summary["wall_s"] = wall
         return SimResult(summary, records, recorder, core, steps, wall)
+
+
+class _Arrivals:
+    """The trace (arrivals, nodes, serving demand) as the loop's first source."""
+
+    reports_progress: ClassVar[bool] = False
+
+    def __init__(self, queue: EventQueue) -> None:
+        self.queue = queue
+
+    def collect(self, now: float, earlier: Sequence[m.Event], progress: bool) -> list[m.Event]:
+        return self.queue.pop_until(now)
+
+
+class _Watch:
+    """The loop's observer: usage samples, completions counted, progress shown."""
+
+    def __init__(
+        self, recorder: Recorder, total: int, progress: Callable[[int, int], None] | None
+    ) -> None:
+        self.recorder = recorder
+        self.total = total
+        self.progress = progress
+        self.done = 0
+        self.steps = 0
+
+    def observe(self, core: SchedulerCore, cycle: Cycle) -> None:
+        events, actions = cycle.events, cycle.decision.actions
+        if actions or any(not isinstance(e, _QUIET) for e in events):
+            # else the usage sample would repeat the last one
+            self.recorder.record(cycle.now, core, actions)
+        self.done += sum(1 for e in events if isinstance(e, m.JobCompleted))
+        self.steps += 1
+        if self.progress is not None and self.steps % 256 == 0:
+            self.progress(self.done, self.total)
+
+
+class _VirtualClock:
+    """Jumps to the next arrival, predicted completion or wakeup; ends the replay when
+    every job is done (serving-demand changes after the last completion would only
+    stretch the usage denominators), when nothing is left, or past ``max_time_s``."""
+
+    def __init__(
+        self, queue: EventQueue, rt: SimRuntime, watch: _Watch, max_time_s: float | None
+    ) -> None:
+        self.queue, self.rt, self.watch, self.max_time_s = queue, rt, watch, max_time_s
+
+    def next(self, wakeup: float | None) -> float | None:
+        t_evt = self.queue.peek_time()
+        t_done = self.rt.next_completion()
+        candidates = [x for x in (t_evt, t_done, wakeup) if x is not None]
+        if not candidates or self.watch.done >= self.watch.total:
+            return None
+        t = min(candidates)
+        if self.max_time_s is not None and t > self.max_time_s:
+            return None
+        return t

@@ -8,7 +8,7 @@ from hypothesis import strategies as st
 from lyra_ray import model as m
 from lyra_ray.model.throughput import SpecThroughputs
 from lyra_ray.policies.base import get_policy
-from lyra_ray.scheduling.core import SchedulerCore
+from lyra_ray.scheduling.core import Folded, SchedulerCore
 from lyra_ray.sim.simulator import Simulator
 from tests.builders import check_invariants, job
 
@@ -42,8 +42,8 @@ def workloads(draw: st.DrawFn) -> tuple[list[m.Node], list[m.JobSpec]]:
 def _checked(core: SchedulerCore) -> None:
     orig = core.decide
 
-    def decide() -> m.Decision:
-        out = orig()
+    def decide(folded: Folded) -> m.Decision:
+        out = orig(folded)
         check_invariants(core)
         return out
 

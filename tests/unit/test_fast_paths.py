@@ -22,7 +22,7 @@ from lyra_ray.policies.base import get_policy
 from lyra_ray.policies.gavel import lp
 from lyra_ray.policies.gavel.inputs import build_problem
 from lyra_ray.policies.gavel.max_min_fairness import las_coefficients
-from lyra_ray.scheduling.core import SchedulerCore
+from lyra_ray.scheduling.core import Folded, SchedulerCore
 from lyra_ray.sim.runtime import SimRuntime
 from lyra_ray.sim.simulator import Simulator
 from tests.builders import job
@@ -57,17 +57,17 @@ def _schedule(
     sim = Simulator(nodes, get_policy(policy), SpecThroughputs(), round_s=120.0)
     core = sim.core
     if not shortcuts:  # every step takes the full cycle and reads every progress report
-        core.holds_mid_round = lambda: False  # type: ignore[method-assign]
+        core.decider.holds_mid_round = lambda state: False  # type: ignore[method-assign]
     seen: list[tuple[Any, ...]] = []  # what policies saw at every round boundary
     fold, decide = core.fold, core.decide
     due: list[bool] = []
 
-    def folded(now: float, events: list[m.Event]) -> None:
+    def folded(now: float, events: list[m.Event]) -> Folded:
         due.append(core.round_due(now, events))
-        fold(now, events)
+        return fold(now, events)
 
-    def logged() -> m.Decision:
-        out = decide()
+    def logged(f: Folded) -> m.Decision:
+        out = decide(f)
         if due.pop():
             seen.append((core.now, core.snapshot().jobs, out.actions))
         return out

@@ -17,8 +17,7 @@ def _reasons(policy: str, specs: list[JobSpec], nodes: list[Node]) -> dict[str, 
     from lyra_ray.scheduling.core import SchedulerCore
 
     core = SchedulerCore(get_policy(policy), SpecThroughputs(), 60.0)
-    core.fold(0.0, [m.NodeUp(n) for n in nodes] + [m.JobSubmitted(s.name, s) for s in specs])
-    core.decide()
+    core.step(0.0, [m.NodeUp(n) for n in nodes] + [m.JobSubmitted(s.name, s) for s in specs])
     return {core.jobs[j].spec.name: (r.code, r.message) for j, r in core.wait_reasons().items()}
 
 

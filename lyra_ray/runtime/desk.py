@@ -1,0 +1,184 @@
+"""The scheduler's job desk: submit, cancel, status and list, for the SDK's callers.
+
+A call lands in the SQLite inbox first (:meth:`StateStore.enqueue`), so an accepted job
+survives a crash; the loop takes it in at its next cycle. Live-only checks
+(:mod:`lyra_ray.runtime.boundary`: the runtime env, a GPU type this cluster has, enough
+GPUs of one type, an entrypoint that imports in a task of its own) refuse bad input
+before it can reach the core. Every call takes the caller's lyra token (``auth``): a
+caller sees and cancels only their own jobs unless an admin.
+
+It owns the job metadata (owner, runtime env) and keeps the code packages of the jobs
+it accepted alive (:class:`UriKeeper`); it reads the core, the archive and the
+executor's records under the scheduler's lock.
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+import uuid
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from lyra_ray.model.errors import InputError
+from lyra_ray.model.state import JobState, spec_to_dict
+from lyra_ray.runtime.archive import JobArchive, describe
+from lyra_ray.runtime.auth import Users
+from lyra_ray.runtime.boundary import Boundary, JobMeta, check_origin, owned
+from lyra_ray.runtime.job_env import RENEW_S, UriKeeper
+from lyra_ray.runtime.ray_runtime import RayRuntime
+from lyra_ray.runtime.store import StateStore
+from lyra_ray.scheduling.core import SchedulerCore
+from lyra_ray.scheduling.loop import Cycle
+from lyra_ray.scheduling.waiting import WaitReason
+
+
+def _slug(name: str) -> str:
+    return re.sub(r"[^a-z0-9]+", "-", name.lower()).strip("-")[:24] or "job"
+
+
+class JobDesk:
+    def __init__(
+        self,
+        core: SchedulerCore,
+        store: StateStore,
+        users: Users,
+        boundary: Boundary,
+        jobmeta: JobMeta,
+        archive: JobArchive,
+        runtime: RayRuntime,
+        reasons: Callable[[], Mapping[str, str]],
+        lock: threading.RLock,
+        wake: threading.Event,
+    ) -> None:
+        """``reasons()``: why each failed job failed (the loop's store keeps them)."""
+        self.core, self.store, self.users, self.boundary = core, store, users, boundary
+        self.archive, self.runtime, self.reasons = archive, runtime, reasons
+        self.lock, self.wake = lock, wake
+        self.jobmeta = jobmeta
+        self.keeper = UriKeeper()
+        self._kept_at = 0.0
+
+    # ------------------------------------------------------------------ calls
+
+    def check(self, raw: dict[str, Any], auth: str | None = None) -> dict[str, Any]:
+        who = self.users.identify(auth)
+        try:
+            self.boundary.validate(owned(raw, who))
+        except InputError as e:
+            return {"ok": False, "error": str(e)}
+        return {"ok": True}
+
+    def submit(
+        self,
+        raw: dict[str, Any],
+        token: str | None = None,
+        auth: str | None = None,
+        origin: dict[str, Any] | None = None,
+    ) -> dict[str, Any]:
+        """Queue a job; ``token`` makes a retried call idempotent, ``auth`` is the
+        caller's lyra token, ``origin`` names the Ray job that submitted it."""
+        who = self.users.identify(auth)
+        try:
+            meta = check_origin(origin)
+            ok = self.boundary.validate(owned(raw, who))
+        except InputError as e:
+            return {"ok": False, "error": str(e)}
+        meta.update(ok.meta)
+        seq = self.store.next_seq("job_seq")
+        jid = f"{_slug(ok.spec.name)}-{seq:04d}-{uuid.uuid4().hex[:4]}"
+        got = self.store.enqueue(
+            "submit", jid, spec_to_dict(ok.spec), token, meta=meta, owner=who.name
+        )
+        if got == jid:
+            self.jobmeta.put(jid, who.name, meta)
+            self.keeper.keep([meta.get("runtime_env")])
+        self.wake.set()
+        return {"ok": True, "job_id": got}
+
+    def cancel(self, job_id: str, auth: str | None = None) -> dict[str, Any]:
+        who = self.users.identify(auth)
+        if not isinstance(job_id, str):
+            return {"ok": False, "error": f"field 'job_id': expected a string, got {job_id!r}"}
+        with self.lock:
+            known = (
+                job_id in self.core.jobs
+                or self.archive.get(job_id) is not None
+                or any(r[2] == job_id for r in self.store.pending())
+            )
+        if not known or not self.jobmeta.may_access(job_id, who):
+            hint = "" if who.admin else " (a user sees only their own jobs)"
+            return {"ok": False, "error": f"field 'job_id': unknown job {job_id!r}{hint}"}
+        self.store.enqueue("cancel", job_id, {})
+        self.wake.set()
+        return {"ok": True, "job_id": job_id}
+
+    def status(self, job_id: str, auth: str | None = None) -> dict[str, Any] | None:
+        who = self.users.identify(auth)
+        if not isinstance(job_id, str):
+            return None
+        row = self._status(job_id)
+        if row is None or not self.jobmeta.may_access(job_id, who):
+            return None  # another user's job is as unknown as a missing one
+        return self.jobmeta.decorate(row)
+
+    # ------------------------------------------------------------------ rows
+
+    def _status(self, job_id: str) -> dict[str, Any] | None:
+        with self.lock:
+            j = self.core.jobs.get(job_id)
+            if j is None:
+                done = self.archive.get(job_id)
+                if done is not None:
+                    return done
+                pending = [r for r in self.store.pending() if r[2] == job_id]
+                if not pending:
+                    return None
+                spec = pending[0][3]
+                return {  # accepted, not yet in the core: the fields a queued job has
+                    "id": job_id,
+                    "name": spec.get("name"),
+                    "user": spec.get("user"),
+                    "status": "submitted",
+                    "assignment": None,
+                    "steps_done": 0.0,
+                    "total_steps": spec.get("total_steps"),
+                    "generation": 0,
+                    "reason": "accepted; the scheduler takes it in at its next cycle",
+                    "reason_code": "submitted",
+                }
+            return self._describe(j, self.core.wait_reasons())
+
+    def all_jobs(self) -> list[dict[str, Any]]:
+        """Every job, active and archived, sorted by id (``list`` and ``overview``); the
+        caller holds the lock."""
+        waits = self.core.wait_reasons()
+        rows = [self._describe(j, waits) for j in self.core.jobs.values()]
+        rows += self.archive.records()
+        return sorted(rows, key=lambda r: str(r["id"]))
+
+    def _describe(self, j: JobState, waits: Mapping[str, WaitReason]) -> dict[str, Any]:
+        gen = self.runtime.generations.get(j.id, 0)
+        row = describe(j, self.core.now, gen, self.reasons().get(j.id))
+        wait = waits.get(j.id)
+        if wait is not None:  # why it waits: a stable code and a sentence
+            row["reason"], row["reason_code"] = wait.message, wait.code
+        last = self.runtime.phases.last(j.id)
+        if last is not None:  # where its last resize or preemption spent its time
+            row["last_restart"] = last
+        return row
+
+    # ------------------------------------------------------------------ the loop's observer
+
+    def observe(self, core: SchedulerCore, cycle: Cycle) -> None:
+        """Keep the code packages of every job not yet ended (and of those queued)."""
+        if cycle.now - self._kept_at > RENEW_S / 4:
+            self._kept_at = cycle.now
+            active = list(core.jobs) + [r[2] for r in self.store.pending()]
+            self.keeper.keep(self.jobmeta.meta(j).get("runtime_env") for j in active)
+
+    def list(self, auth: str | None = None) -> list[dict[str, Any]]:
+        """Every job the caller may see (all for an admin), the archived ones too."""
+        who = self.users.identify(auth)
+        with self.lock:
+            return self.jobmeta.visible(self.all_jobs(), who)
