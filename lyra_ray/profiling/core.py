@@ -25,11 +25,10 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import IO, Any
 
-from lyra_ray.profiling.meter import Meter, MeterSettings, set_active
+from lyra_ray.contract.profiling import PROFILE_KEY, set_active
+from lyra_ray.profiling.meter import Meter, MeterSettings
 
 MARK = "@@lyra-profile "
-PROFILE_KEY = "lyra_profile"
-"""The config key that puts :class:`lyra_ray.train.StepLoop` in profile mode."""
 BUILD_TIMEOUT_S = 300.0
 """A side that has not built its model (imports included) by then has failed."""
 

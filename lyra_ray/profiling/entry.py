@@ -21,8 +21,9 @@ from typing import Any
 import ray
 
 from lyra_ray.contract.names import NAMESPACE
-from lyra_ray.profiling.core import PROFILE_KEY, measure
-from lyra_ray.profiling.meter import Meter, MeterSettings, set_active
+from lyra_ray.contract.profiling import PROFILE_KEY, set_active
+from lyra_ray.profiling.core import measure
+from lyra_ray.profiling.meter import Meter, MeterSettings
 from lyra_ray.train import StepLoop
 
 log = logging.getLogger(__name__)

@@ -8,7 +8,6 @@ took one pass would bake that into every decision. Pure: the caller passes the c
 from __future__ import annotations
 
 import statistics
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -91,18 +90,3 @@ class Meter:
             "windows": [round(r, 4) for r in self.rates],
             "converged": self.converged,
         }
-
-
-_ACTIVE: Callable[[int], bool] | None = None
-
-
-def set_active(hook: Callable[[int], bool] | None) -> None:
-    """Install the measurement a user's loop reports to: ``hook(steps)`` is called after
-    every step by :class:`lyra_ray.train.StepLoop` in profile mode and returns True when
-    the loop should stop. One per process: a measured job runs in a process of its own."""
-    global _ACTIVE
-    _ACTIVE = hook
-
-
-def active() -> Callable[[int], bool] | None:
-    return _ACTIVE

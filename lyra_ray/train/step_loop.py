@@ -36,9 +36,9 @@ import torch.distributed as dist
 
 from lyra_ray.contract.labels import GPU_TYPE_LABEL
 from lyra_ray.contract.names import CONTROL_ACTOR, NAMESPACE
+from lyra_ray.contract.profiling import PROFILE_KEY
+from lyra_ray.contract.profiling import active as active_measurement
 from lyra_ray.model.mixed import BATCH_SHARES_KEY, worker_share
-from lyra_ray.profiling.core import PROFILE_KEY
-from lyra_ray.profiling.meter import active as active_measurement
 from lyra_ray.train.storage import STATE_FILE, newest_checkpoint, read_step
 
 log = logging.getLogger(__name__)
