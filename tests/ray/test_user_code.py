@@ -39,6 +39,7 @@ from tests.ray.live_helpers import (
 pytestmark = [pytest.mark.ray, pytest.mark.timeout(600)]
 
 RAY = str(Path(sys.executable).with_name("ray"))
+ROOT = Path(__file__).resolve().parents[2]
 CKPT = 20
 
 USER_TRAIN = '''
@@ -240,6 +241,53 @@ def test_stopping_the_ray_job_cancels_the_lyra_job(
         timeout=60,
     ).stdout
     assert f"lyra job {row['id']} submitted by Ray job {sid}" in logs, logs
+
+
+USER_JOBS_TRAIN = """
+import lyra_ray.policies.base
+import policies.mine
+from lyra_ray.train import StepLoop
+
+
+def train_loop(config):
+    loop = StepLoop(config)
+    for step in loop.steps(lambda: {}):
+        if loop.rank == 0:
+            with open(config["step_log"], "a") as f:
+                f.write(f"{loop.generation} {step} {policies.mine.MARK} "
+                        f"{policies.__file__} {lyra_ray.policies.base.__file__}\\n")
+"""
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="Ray puts the cwd of the driver that started the scheduler on the sys.path of "
+    "every worker of its job (py_driver_sys_path): started from the repository, the "
+    "checkout's own jobs/ folder shadows the user's jobs package (No module named "
+    "'jobs.train'); to fix where the scheduler actor is started",
+)
+def test_a_working_dir_with_its_own_jobs_and_policies_packages(client: Any, tmp_path: Path) -> None:
+    """A user's ``jobs/`` and ``policies/`` are theirs: lyra's install as lyra_ray.jobs and
+    lyra_ray.policies (#30, item 3), so neither shadows the other. The job's entrypoint
+    ``jobs.train:train_loop`` and its ``policies.mine`` are the user's own; the scheduler
+    that places it goes on using lyra_ray.policies."""
+    d = tmp_path / "own-packages"
+    for pkg in ("jobs", "policies"):
+        (d / pkg).mkdir(parents=True)
+        (d / pkg / "__init__.py").write_text("")
+    (d / "jobs" / "train.py").write_text(USER_JOBS_TRAIN)
+    (d / "policies" / "mine.py").write_text('MARK = "users-own-policy-7"\n')
+    log = tmp_path / "own.log"
+    raw = job("own-packages", 4, log, workers=1, entrypoint="jobs.train:train_loop")
+    jid = client.submit(raw, runtime_env={"working_dir": str(d)}, inherit_env=False)
+    assert client.wait(jid, timeout=120)["status"] == "finished"
+    rows = [line.split() for line in log.read_text().splitlines() if line.strip()]
+    assert sorted(int(r[1]) for r in rows) == [0, 1, 2, 3]
+    for _gen, _step, mark, theirs, ours in rows:
+        assert mark == "users-own-policy-7"  # the user's module, from their working dir
+        assert Path(theirs).parent.name == "policies" and "own-packages" not in ours
+        assert Path(ours).resolve() == (ROOT / "policies" / "base.py").resolve()
+    assert client.call("ping")["restarts"] == 0  # the scheduler's own policies still load
 
 
 def test_identities_own_jobs_and_refuse_strangers(client: Any, tmp_path: Path) -> None:
