@@ -40,7 +40,7 @@ test-unit: $(STAMP)
 lint: $(STAMP)
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check $(PURE)
-	$(VENV)/bin/mypy $(PURE) lyra_ray/runtime lyra_ray/serving
+	$(VENV)/bin/mypy $(PURE) lyra_ray/contract lyra_ray/client lyra_ray/ops lyra_ray/runtime lyra_ray/serving
 
 bench: $(STAMP)
 	@for b in benchmarks/[!_]*.py; do echo "== $$b"; $(PY) $$b || exit 1; done
