@@ -26,15 +26,18 @@ from lyra_ray.cli.status_view import (
     status_json,
 )
 from lyra_ray.model.errors import InputError
+from lyra_ray.model.pools import GRAMMAR
 
 
 def register(sub: Any) -> None:
     p = sub.add_parser("up", help="start a local multi-node Ray cluster + the scheduler")
     p.add_argument("--local", action="store_true", help="fake-GPU nodes on this host")
-    p.add_argument("--nodes", default="v100=2x4,p100=2x4,k80=2x4", help="TYPE=NODESxGPUS,...")
     p.add_argument(
-        "--inference", default=None, help="inference-pool nodes, TYPE=NODESxGPUS (t4=2x2)"
+        "--nodes",
+        default="v100=2x4,p100=2x4,k80=2x4",
+        help=f"the training pool: {GRAMMAR} (one-GPU nodes), comma-separated",
     )
+    p.add_argument("--inference", default=None, help=f"the inference pool (e.g. t4=2x2): {GRAMMAR}")
     p.add_argument("--config", help="cluster.yaml (its `lyra:` section configures the scheduler)")
     p.add_argument("--policy", help="override the policy of the lyra section")
     p.add_argument("--round-seconds", type=float, help="override round_s")

@@ -17,6 +17,7 @@ from rich.console import Console
 from rich.table import Table
 
 from lyra_ray.model.errors import InputError
+from lyra_ray.model.pools import GRAMMAR, MAX_GPUS_PER_NODE, PoolItem, parse_pool
 from lyra_ray.model.spec import read_text_input, safe_load_yaml
 from lyra_ray.parallelism import CATALOGUE, Plan, PlanOptions, plan
 from lyra_ray.parallelism.inputs import MAX_BATCH, ModelInput, parse_model
@@ -33,7 +34,6 @@ JSON_KEYS = (
     "bubble",
     "tflops_per_gpu",
 )
-MAX_GPUS = 1_000_000
 
 
 def register(sub: Any) -> None:
@@ -43,10 +43,13 @@ def register(sub: Any) -> None:
         required=True,
         help=f"a model name ({', '.join(sorted(ZOO))}) or a YAML/JSON file describing one",
     )
-    p.add_argument("--gpus", required=True, help="GPU type and count, e.g. a100=96")
+    p.add_argument("--gpus", required=True, help=f"one GPU type and its count: {GRAMMAR} (a100=96)")
     p.add_argument("--batch", required=True, help="global batch size in sequences")
     p.add_argument("--top", default="5", help="how many plans to show (default 5)")
-    p.add_argument("--gpus-per-server", help="GPUs per server (default: the type's usual)")
+    p.add_argument(
+        "--gpus-per-server",
+        help="GPUs per server of a TYPE=COUNT --gpus (default: the type's usual)",
+    )
     p.add_argument(
         "--recompute", default="auto", help="activation recomputation: auto, always or never"
     )
@@ -64,14 +67,16 @@ def _int(raw: str, flag: str, lo: int, hi: int) -> int:
     return v
 
 
-def _gpus(raw: str) -> tuple[str, int]:
-    m = re.fullmatch(r"\s*([A-Za-z][\w-]*)\s*=\s*(\S+)\s*", raw)
-    if not m:
-        raise InputError(f"--gpus: expected TYPE=COUNT (e.g. a100=96), got {raw!r}")
-    gpu = m.group(1).lower()
-    if gpu not in CATALOGUE:
-        raise InputError(f"--gpus: unknown GPU type {gpu!r}; known: {sorted(CATALOGUE)}")
-    return gpu, _int(m.group(2), "--gpus", 1, MAX_GPUS)
+def _gpus(raw: str) -> PoolItem:
+    """One GPU type in the pool grammar (``a100=96``, or ``a100=12x8``: 12 servers of 8)."""
+    items = parse_pool(raw, "--gpus").items
+    if len(items) != 1:
+        raise InputError(f"--gpus: one GPU type, got {len(items)}: {raw!r}")
+    if items[0].gpu_type not in CATALOGUE:
+        raise InputError(
+            f"--gpus: unknown GPU type {items[0].gpu_type!r}; known: {sorted(CATALOGUE)}"
+        )
+    return items[0]
 
 
 def _model(raw: str, batch: int) -> ModelInput:
@@ -116,19 +121,27 @@ def table(plans: list[Plan], title: str) -> Table:
 
 def run_plan(args: Any) -> int:
     batch = _int(args.batch, "--batch", 1, MAX_BATCH)
-    gpu_name, count = _gpus(args.gpus)
+    item = _gpus(args.gpus)
     top = _int(args.top, "--top", 1, 50)
     if args.recompute not in ("auto", "always", "never"):
         raise InputError(f"--recompute: must be auto, always or never, got {args.recompute!r}")
     model = _model(args.model, batch)
-    gpu = CATALOGUE[gpu_name]
+    gpu, per_server = CATALOGUE[item.gpu_type], item.gpus_per_node
     if args.gpus_per_server is not None:
-        gpu = gpu.with_servers_of(_int(args.gpus_per_server, "--gpus-per-server", 1, 4096))
+        flag = _int(args.gpus_per_server, "--gpus-per-server", 1, MAX_GPUS_PER_NODE)
+        if per_server not in (None, flag):
+            raise InputError(
+                f"--gpus-per-server: {flag} contradicts --gpus {args.gpus!r} "
+                f"({per_server} GPUs per server)"
+            )
+        per_server = flag
+    if per_server is not None:
+        gpu = gpu.with_servers_of(per_server)
     out = Path(args.json_out) if args.json_out else None
     if out is not None and not out.parent.is_dir():
         raise InputError(f"--json: directory {str(out.parent)!r} does not exist")
     options = PlanOptions(top_k=top, recompute=args.recompute)
-    plans = plan(model.model, gpu, count, batch, options)
+    plans = plan(model.model, gpu, item.gpus, batch, options)
     if out is not None:
         rows = [{k: p.to_dict()[k] for k in JSON_KEYS} | p.to_dict() for p in plans]
         try:
@@ -138,8 +151,10 @@ def run_plan(args: Any) -> int:
     console = Console(width=min(Console().width, 100))
     name = model.model.name
     if not plans:
-        console.print(f"{name} does not fit on {count} {gpu_name} GPUs with batch {batch}")
+        console.print(f"{name} does not fit on {item.gpus} {item.gpu_type} GPUs with batch {batch}")
         return 1
-    title = f"{name} ({model.model.params / 1e9:.1f}B) on {count} {gpu_name}, batch {batch}"
+    title = (
+        f"{name} ({model.model.params / 1e9:.1f}B) on {item.gpus} {item.gpu_type}, batch {batch}"
+    )
     console.print(table(plans, title))
     return 0

@@ -7,6 +7,7 @@ this module turns its errors into one readable line each.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
 from collections.abc import Iterable, Mapping
@@ -16,9 +17,11 @@ from typing import Any
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from lyra_ray.model import JobSpec, Node
+from lyra_ray.model import JobSpec, Node, Pool
+from lyra_ray.model.admission import check_bounds
 from lyra_ray.model.errors import InputError
 from lyra_ray.model.plugins import plan_model
+from lyra_ray.model.pools import check_gpus_per_node, parse_pool
 from lyra_ray.model.runtime_env import check_backend, check_runtime_env
 
 SpecError = InputError
@@ -71,6 +74,15 @@ class _JobInput(BaseModel):
             if t <= 0:
                 raise ValueError(f"steps/s on {gpu!r} must be > 0, got {t}")
         return {k.lower(): float(t) for k, t in v.items()}
+
+    @field_validator("total_steps", "arrival_s", "priority_weight", "slo_s", mode="before")
+    @classmethod
+    def _not_a_bool(cls, v: Any) -> Any:
+        """``true`` would pass as 1 (a number written as text, ``1e6``, stays accepted:
+        YAML reads an exponent without a dot as a string)."""
+        if isinstance(v, bool):
+            raise ValueError(f"must be a number, got {v!r}")
+        return v
 
     @field_validator("keep_when_shared", mode="before")
     @classmethod
@@ -178,10 +190,7 @@ def parse_job_spec(
     run_options(raw, source)
     lo = j.workers or j.min_workers or 1
     hi = j.workers or j.max_workers or lo
-    by_size, config = None, dict(j.config)
-    if j.model is not None:
-        by_size, config = _planned(j.model, config, lo, hi, source, known_gpu_types)
-    return JobSpec(
+    spec = JobSpec(
         name=j.name,
         total_steps=j.total_steps,
         min_workers=lo,
@@ -195,9 +204,13 @@ def parse_job_spec(
         keep_when_shared=j.keep_when_shared,
         arrival_s=j.arrival_s,
         entrypoint=j.entrypoint,
-        config=config,
-        throughput_by_size=by_size,
+        config=dict(j.config),
     )
+    check_bounds(spec, source)  # before the planner sizes a model for its worker counts
+    if j.model is None:
+        return spec
+    by_size, config = _planned(j.model, dict(j.config), lo, hi, source, known_gpu_types)
+    return dataclasses.replace(spec, config=config, throughput_by_size=by_size)
 
 
 def run_options(
@@ -300,39 +313,15 @@ def load_job_entries(path: str | Path, **known: Any) -> list[dict[str, Any]]:
     return [dict(raw) for raw, _ in _job_entries(text, str(Path(path)), **known)]
 
 
-# ASCII digits, at most 9: ``\d+`` took any length, and int() refuses strings of more
-# than 4,300 digits with a ValueError that escaped as a traceback.
-_CLUSTER_ITEM = re.compile(r"^\s*([A-Za-z][\w-]*)\s*=\s*([0-9]{1,9})\s*$")
-
-
 def parse_cluster(
-    spec: str, gpus_per_node: int = 1, pool: str = "training", prefix: str = ""
+    spec: str,
+    gpus_per_node: int = 1,
+    pool: Pool = "training",
+    prefix: str = "",
+    flag: str = "--cluster",
 ) -> list[Node]:
-    """Parse ``v100=8,p100=16`` into nodes of ``gpus_per_node`` GPUs each.
-
-    A count that does not divide evenly leaves a smaller last node, as a real cluster
-    with a partly filled server would.
-    """
-    if gpus_per_node < 1:
-        raise InputError(f"--gpus-per-node: must be >= 1, got {gpus_per_node}")
-    nodes: list[Node] = []
-    seen: set[str] = set()
-    for item in spec.split(","):
-        m = _CLUSTER_ITEM.match(item)
-        if not m:
-            raise InputError(
-                f"cluster spec {spec!r}: item {item.strip()!r} is not TYPE=COUNT (e.g. v100=8)"
-            )
-        gpu, count = m.group(1).lower(), int(m.group(2))
-        if gpu in seen:
-            raise InputError(f"cluster spec {spec!r}: GPU type {gpu!r} given twice")
-        seen.add(gpu)
-        if count < 1:
-            raise InputError(f"cluster spec {spec!r}: GPU type {gpu!r}: count must be >= 1")
-        left, i = count, 0
-        while left > 0:
-            n = min(gpus_per_node, left)
-            nodes.append(Node(f"{prefix}{gpu}-{i}", gpu, n, pool))  # type: ignore[arg-type]
-            left -= n
-            i += 1
-    return nodes
+    """The nodes of a pool written in the one grammar (:mod:`lyra_ray.model.pools`):
+    ``v100=8,p100=2x4`` is eight V100s in servers of ``gpus_per_node`` and two servers of
+    four P100s."""
+    per = check_gpus_per_node(gpus_per_node)
+    return parse_pool(spec, flag).nodes(per, pool, prefix)

@@ -13,7 +13,6 @@ import contextlib
 import json
 import logging
 import os
-import re
 import signal
 import socket
 import subprocess
@@ -25,24 +24,29 @@ from typing import Any
 from lyra_ray.client.home import lyra_home
 from lyra_ray.client.quiet import init_ray, node_env
 from lyra_ray.model.errors import InputError
+from lyra_ray.model.pools import parse_pool
 from lyra_ray.model.spec import read_text_input, safe_load_yaml
 
 log = logging.getLogger(__name__)
 
-# ASCII digits, at most 9 each: int() refuses more than 4,300 digits with a ValueError
-_ITEM = re.compile(r"^\s*([A-Za-z][\w-]*)\s*=\s*([0-9]{1,9})\s*x\s*([0-9]{1,9})\s*$")
+MAX_LOCAL = 64
+"""Nodes of a type, and GPUs per node, that ``lyra up --local`` starts on one host."""
 
 
 def parse_nodes(spec: str, flag: str = "--nodes") -> list[tuple[str, int, int]]:
-    """``v100=2x4,p100=1x2`` -> [(gpu type, nodes, GPUs per node), ...]."""
+    """``v100=2x4,p100=2`` -> [(gpu type, nodes, GPUs per node), ...] in the one pool
+    grammar (:mod:`lyra_ray.model.pools`; ``TYPE=N`` is N one-GPU nodes), with at most
+    :data:`MAX_LOCAL` nodes of a type and GPUs per node: each is a process here."""
     out: list[tuple[str, int, int]] = []
-    for item in spec.split(","):
-        m = _ITEM.match(item)
-        if not m or not 1 <= int(m.group(2)) <= 64 or not 1 <= int(m.group(3)) <= 64:
+    for item in parse_pool(spec, flag).items:
+        sizes = item.node_sizes(1)
+        per, nodes = sizes[0], len(sizes)
+        if not (nodes <= MAX_LOCAL and per <= MAX_LOCAL):
             raise InputError(
-                f"{flag}: item {item.strip()!r} is not TYPE=NODESxGPUS with 1-64 of each (v100=2x4)"
+                f"{flag}: {item.gpu_type}: {nodes} nodes of {per} GPUs; a local cluster "
+                f"starts at most {MAX_LOCAL} nodes of a type with 1-{MAX_LOCAL} GPUs each"
             )
-        out.append((m.group(1).lower(), int(m.group(2)), int(m.group(3))))
+        out.append((item.gpu_type, nodes, per))
     return out
 
 
@@ -109,6 +113,8 @@ def up(
         if nodes_spec is None:
             raise InputError("--inference: only with --local (fake-GPU nodes on this host)")
         parse_nodes(inference_spec, "--inference")
+    if nodes_spec is not None:  # refused before any process starts
+        parse_nodes(nodes_spec, "--nodes")
     if nodes_spec is not None:
         # before anything imports Ray: it reads the mode once, at import
         os.environ["RAY_AUTH_MODE"] = auth_mode()

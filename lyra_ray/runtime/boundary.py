@@ -3,9 +3,11 @@
 :class:`Boundary` makes the checks only the live cluster can make, after the spec's own
 (:func:`lyra_ray.model.spec.parse_job_spec`): the runtime env as the scheduler takes it
 (URIs only; Ray's own validation; its packages present), every GPU type named exists
-here, the job's minimum fits, and last, because it is the slowest, the entrypoint imports
-in the job's runtime env (:mod:`lyra_ray.runtime.entrypoint_check`, never in the
-scheduler's own process). Every refusal names the field; nothing is queued.
+here, the job's minimum fits and its run time is bounded
+(:func:`lyra_ray.model.admission.check_admissible`, as ``lyra simulate`` admits it),
+and last, because it is the slowest, the entrypoint imports in the job's runtime env
+(:mod:`lyra_ray.runtime.entrypoint_check`, never in the scheduler's own process).
+Every refusal names the field; nothing is queued.
 
 :class:`JobMeta` keeps what travels beside each job's spec (owner, runtime env, backend,
 the Ray job that submitted it), read from the store at start and written with each
@@ -21,6 +23,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from lyra_ray import model as m
+from lyra_ray.model.admission import check_admissible
 from lyra_ray.model.errors import InputError
 from lyra_ray.model.spec import parse_job_spec, run_options
 from lyra_ray.model.throughput import MeasuredThroughputs
@@ -116,15 +119,8 @@ class Boundary:
         )
         if spec.entrypoint is None:
             raise InputError(f"{source}: field 'entrypoint': required to run on the cluster")
-        need = spec.min_workers  # a planned model may not fit on fewer GPUs than it asks for
-        usable = {g: n for g, n in gpus.items() if self.throughputs.throughput(spec, g, need) > 0}
-        biggest = max(usable.values(), default=0)
-        if spec.min_workers > biggest:
-            field = "workers" if not spec.elastic else "min_workers"
-            raise InputError(
-                f"{source}: field '{field}': needs {spec.min_workers} GPUs of one type; "
-                f"this cluster has at most {biggest} of a type the job can use ({usable})"
-            )
+        field = "workers" if not spec.elastic else "min_workers"
+        check_admissible(spec, gpus, self.throughputs, source, field)
         return spec
 
 

@@ -21,6 +21,7 @@ from datetime import datetime
 from pathlib import Path
 
 from lyra_ray.model import JobSpec
+from lyra_ray.model.admission import check_bounds
 from lyra_ray.model.errors import InputError
 from lyra_ray.model.spec import load_job_file, read_text_input
 
@@ -37,6 +38,8 @@ GAVEL_FIELDS = (
     "arrival_time",
 )
 PHILLY_REFERENCE_GPU = "v100"
+_GAVEL_NAMES = {"arrival_s": "arrival_time", "min_workers": "scale_factor", "slo_s": "SLO"}
+_PHILLY_NAMES = {"total_steps": "duration", "arrival_s": "timestamp", "min_workers": "num_gpus"}
 
 
 def _num(path: Path, line: int, field: str, raw: str | None, kind: type = float) -> float:
@@ -88,18 +91,18 @@ def read_gavel_trace(
         ):
             if not ok:
                 raise InputError(f"{p}:{ln}: field '{name}': out of range: {v}")
-        specs.append(
-            JobSpec(
-                name=str(len(specs)),
-                total_steps=steps,
-                min_workers=sf,
-                max_workers=sf,
-                priority_weight=weight,
-                job_type=job_type,
-                slo_s=slo if slo > 0 else None,
-                arrival_s=arrival,
-            )
+        spec = JobSpec(
+            name=str(len(specs)),
+            total_steps=steps,
+            min_workers=sf,
+            max_workers=sf,
+            priority_weight=weight,
+            job_type=job_type,
+            slo_s=slo if slo > 0 else None,
+            arrival_s=arrival,
         )
+        check_bounds(spec, f"{p}:{ln}", _GAVEL_NAMES)
+        specs.append(spec)
     return sorted(specs, key=lambda s: s.arrival_s)
 
 
@@ -129,21 +132,21 @@ def read_philly_csv(
         return []
     t0 = rows[0][0]
     specs = []
-    for i, (ts, _ln, dur, gpus) in enumerate(rows):
+    for i, (ts, ln, dur, gpus) in enumerate(rows):
         jt = types[rng.randrange(len(types))]
         per_worker = CATALOGUE[jt]
         ref = per_worker.get(PHILLY_REFERENCE_GPU, max(per_worker.values()))
-        specs.append(
-            JobSpec(
-                name=str(i),
-                total_steps=dur * ref * gpus,
-                min_workers=gpus,
-                max_workers=gpus,
-                throughput=dict(per_worker),
-                arrival_s=ts - t0,
-                config={"job_type": jt},
-            )
+        spec = JobSpec(
+            name=str(i),
+            total_steps=dur * ref * gpus,
+            min_workers=gpus,
+            max_workers=gpus,
+            throughput=dict(per_worker),
+            arrival_s=ts - t0,
+            config={"job_type": jt},
         )
+        check_bounds(spec, f"{p}:{ln}", _PHILLY_NAMES)
+        specs.append(spec)
     return specs
 
 
