@@ -44,7 +44,7 @@ import ray
 from lyra_ray.contract.names import NAMESPACE, SCHEDULER_ACTOR
 from lyra_ray.model import JobSpec
 from lyra_ray.model.errors import InputError
-from lyra_ray.model.spec import load_job_entries, parse_job_spec
+from lyra_ray.model.spec import load_job_entries
 from lyra_ray.model.state import spec_to_dict
 from lyra_ray.serving.spec import parse_service_spec
 
@@ -148,8 +148,7 @@ class Client:
             return d
         if not isinstance(job, Mapping):
             raise SpecError(f"job: expected a JobSpec, a dict or a path, got {type(job).__name__}")
-        parse_job_spec(job, source=f"job {job.get('name')!r}" if job.get("name") else "job")
-        return dict(job)
+        return dict(job)  # checked once, by the scheduler's boundary
 
     def submit(
         self,
@@ -203,13 +202,14 @@ class Client:
         """Queue every job mapping, after the scheduler has accepted all of them: one
         refused job queues none."""
         raws = [self._prepare(self._to_dict(e), base, runtime_env, inherit_env) for e in entries]
-        for raw in raws:
-            reply: dict[str, Any] = self._call(
-                "check", raw, retry=False, timeout=BOUNDARY_TIMEOUT_S
-            )
-            if not reply.get("ok"):
-                raise SpecError(str(reply.get("error")))
-        return [self._submit_prepared(raw) for raw in raws]
+        tokens = [uuid.uuid4().hex for _ in raws]  # a retried call queues each job once
+        origin = {"ray_job": self.ray_job} if self.ray_job else None
+        reply: dict[str, Any] = self._call(
+            "submit_all", raws, tokens, origin=origin, timeout=BOUNDARY_TIMEOUT_S * len(raws)
+        )
+        if not reply.get("ok"):
+            raise SpecError(str(reply.get("error")))
+        return [str(j) for j in reply["job_ids"]]
 
     # ------------------------------------------------------------------ inspect
 

@@ -240,7 +240,7 @@ def _up(
     else:
         init_ray(os.environ.get("RAY_ADDRESS", "auto"))
         info.update(address=ray.get_runtime_context().gcs_address, dashboard=None)
-    actor = start_scheduler({**vars(cfg)})
+    actor = start_scheduler(cfg)
     _first_admin(actor, h, info)
     if info.get("prometheus"):
         from lyra_ray.ops import prometheus as prom

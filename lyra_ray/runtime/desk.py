@@ -78,23 +78,50 @@ class JobDesk:
     ) -> dict[str, Any]:
         """Queue a job; ``token`` makes a retried call idempotent, ``auth`` is the
         caller's lyra token, ``origin`` names the Ray job that submitted it."""
+        reply = self.submit_all([raw], [token], auth, origin)
+        if not reply["ok"]:
+            return reply
+        return {"ok": True, "job_id": reply["job_ids"][0]}
+
+    def submit_all(
+        self,
+        raws: list[dict[str, Any]],
+        tokens: list[str | None] | None = None,
+        auth: str | None = None,
+        origin: dict[str, Any] | None = None,
+    ) -> dict[str, Any]:
+        """Queue every job, or none if one is refused (the error names it).
+
+        Each job is validated once, here, and what goes into the inbox is the accepted
+        :class:`~lyra_ray.model.JobSpec` (serialised for the commit): the SDK sends the
+        job as the user wrote it and checks nothing itself, so a job's ``model:`` is
+        planned once, not once per layer it crosses.
+        """
         who = self.users.identify(auth)
+        if not isinstance(raws, list) or not raws:
+            return {"ok": False, "error": "field 'jobs': expected a non-empty list of jobs"}
+        tokens = list(tokens) if tokens is not None else [None] * len(raws)
+        if len(tokens) != len(raws):
+            return {"ok": False, "error": "field 'tokens': one per job"}
         try:
             meta = check_origin(origin)
-            ok = self.boundary.validate(owned(raw, who))
+            accepted = [self.boundary.validate(owned(raw, who)) for raw in raws]
         except InputError as e:
             return {"ok": False, "error": str(e)}
-        meta.update(ok.meta)
-        seq = self.store.next_seq("job_seq")
-        jid = f"{_slug(ok.spec.name)}-{seq:04d}-{uuid.uuid4().hex[:4]}"
-        got = self.store.enqueue(
-            "submit", jid, spec_to_dict(ok.spec), token, meta=meta, owner=who.name
-        )
-        if got == jid:
-            self.jobmeta.put(jid, who.name, meta)
-            self.keeper.keep([meta.get("runtime_env")])
+        ids = []
+        for ok, token in zip(accepted, tokens, strict=True):
+            job_meta = {**meta, **ok.meta}
+            seq = self.store.next_seq("job_seq")
+            jid = f"{_slug(ok.spec.name)}-{seq:04d}-{uuid.uuid4().hex[:4]}"
+            got = self.store.enqueue(
+                "submit", jid, spec_to_dict(ok.spec), token, meta=job_meta, owner=who.name
+            )
+            if got == jid:
+                self.jobmeta.put(jid, who.name, job_meta)
+                self.keeper.keep([job_meta.get("runtime_env")])
+            ids.append(got)
         self.wake.set()
-        return {"ok": True, "job_id": got}
+        return {"ok": True, "job_ids": ids}
 
     def cancel(self, job_id: str, auth: str | None = None) -> dict[str, Any]:
         who = self.users.identify(auth)

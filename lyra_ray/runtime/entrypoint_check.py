@@ -33,11 +33,11 @@ FAILED_TTL_S = 60.0
 @ray.remote(num_cpus=0, max_retries=0, max_calls=1)
 def _import_entrypoint(entrypoint: str) -> str | None:
     """None if ``module:function`` imports and is callable, else why not (one line)."""
-    import importlib
+    from lyra_ray.train.user_code import resolve
 
     module, _, attr = entrypoint.partition(":")
     try:
-        fn = getattr(importlib.import_module(module), attr)
+        fn = resolve(entrypoint)
     except BaseException as e:  # SystemExit and KeyboardInterrupt at import are the user's
         text = " ".join(str(e).split())[:300]
         return f"{type(e).__name__}: {text}" if text else type(e).__name__

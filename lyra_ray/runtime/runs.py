@@ -20,12 +20,12 @@ every generation run in it too (checked on Ray 2.60: an actor created with only
 
 from __future__ import annotations
 
-import importlib
+import functools
 import logging
 import os
 import re
 import threading
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -35,23 +35,13 @@ from lyra_ray.contract.labels import GPU_TYPE_LABEL, NODE_ID_LABEL
 from lyra_ray.contract.names import NAMESPACE, run_actor_name
 from lyra_ray.runtime.control import get_or_create_control
 from lyra_ray.train.step_loop import RESUME_KEY, latest_checkpoint
+from lyra_ray.train.user_code import load_entrypoint, user_loop
 
 log = logging.getLogger(__name__)
 
 def run_name(job_id: str) -> str:
     """The stable Ray Train ``RunConfig.name`` of a job (same across reruns)."""
     return f"lyra-{job_id}"
-
-
-def load_entrypoint(entrypoint: str) -> Callable[..., Any]:
-    """Import ``"module:function"``; raises ImportError/AttributeError/ValueError."""
-    module, sep, attr = entrypoint.partition(":")
-    if not sep or not module or not attr:
-        raise ValueError(f"entrypoint {entrypoint!r} is not 'module:function'")
-    fn = getattr(importlib.import_module(module), attr)
-    if not callable(fn):
-        raise TypeError(f"entrypoint {entrypoint!r} is not callable")
-    return fn  # type: ignore[no-any-return]
 
 
 @dataclass(frozen=True)
@@ -123,7 +113,7 @@ class TrainRun:
         control = get_or_create_control()
         steps = 0.0
         try:
-            fn = load_entrypoint(req.entrypoint)
+            load_entrypoint(req.entrypoint)  # fails here, once, rather than on every worker
             resume = latest_checkpoint(os.path.join(req.storage_path, run_name(req.job_id)))
             config = dict(req.config)
             config.update(
@@ -136,7 +126,7 @@ class TrainRun:
                 steps = float(resume[1])
             selectors = [dict(s) for s in req.label_selectors]
             trainer = TorchTrainer(
-                fn,
+                functools.partial(user_loop, entrypoint=req.entrypoint),
                 train_loop_config=config,
                 torch_config=LyraTorchConfig(backend=req.backend),
                 scaling_config=ScalingConfig(  # type: ignore[call-arg]

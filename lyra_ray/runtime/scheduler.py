@@ -20,7 +20,6 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Mapping
-from dataclasses import asdict
 from typing import Any, cast
 
 import ray
@@ -52,9 +51,10 @@ log = logging.getLogger(__name__)
 
 @ray.remote(num_cpus=0, max_restarts=-1, max_concurrency=16)  # type: ignore[call-overload]
 class GlobalScheduler:
-    def __init__(self, config: dict[str, Any]) -> None:
+    def __init__(self, cfg: SchedulerConfig) -> None:
+        """``cfg`` was checked where it was read (:func:`start_scheduler`), once."""
         logging.basicConfig(level=logging.INFO)
-        self.cfg = SchedulerConfig.from_dict(config)
+        self.cfg = cfg
         self.store = StateStore(self.cfg.state_dir)
         self.users = Users(self.store)
         self.lock = threading.RLock()
@@ -179,6 +179,15 @@ class GlobalScheduler:
     ) -> dict[str, Any]:
         return self.desk.submit(raw, token, auth, origin)
 
+    def submit_all(
+        self,
+        raws: list[dict[str, Any]],
+        tokens: list[str | None] | None = None,
+        auth: str | None = None,
+        origin: dict[str, Any] | None = None,
+    ) -> dict[str, Any]:
+        return self.desk.submit_all(raws, tokens, auth, origin)
+
     def cancel(self, job_id: str, auth: str | None = None) -> dict[str, Any]:
         return self.desk.cancel(job_id, auth)
 
@@ -242,15 +251,18 @@ class GlobalScheduler:
         return self.desk.list(auth)
 
 
-def start_scheduler(config: Mapping[str, Any] | None = None) -> Any:
-    """Create (or find) the detached scheduler actor on the head node; wait until ready."""
-    cfg = SchedulerConfig.from_dict(config)
+def start_scheduler(config: SchedulerConfig | Mapping[str, Any] | None = None) -> Any:
+    """Create (or find) the detached scheduler actor on the head node; wait until ready.
+
+    A mapping is checked here (:meth:`SchedulerConfig.from_dict`); a
+    :class:`SchedulerConfig` was checked where it was made, and travels as it is."""
+    cfg = config if isinstance(config, SchedulerConfig) else SchedulerConfig.from_dict(config)
     actor = GlobalScheduler.options(  # type: ignore[attr-defined]
         name=SCHEDULER_ACTOR,
         namespace=NAMESPACE,
         lifetime="detached",
         get_if_exists=True,
         resources={"node:__internal_head__": 0.001},
-    ).remote(asdict(cfg))
+    ).remote(cfg)
     ray.get(actor.ping.remote())
     return actor

@@ -259,13 +259,6 @@ def train_loop(config):
 """
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="Ray puts the cwd of the driver that started the scheduler on the sys.path of "
-    "every worker of its job (py_driver_sys_path): started from the repository, the "
-    "checkout's own jobs/ folder shadows the user's jobs package (No module named "
-    "'jobs.train'); to fix where the scheduler actor is started",
-)
 def test_a_working_dir_with_its_own_jobs_and_policies_packages(client: Any, tmp_path: Path) -> None:
     """A user's ``jobs/`` and ``policies/`` are theirs: lyra's install as lyra_ray.jobs and
     lyra_ray.policies (#30, item 3), so neither shadows the other. The job's entrypoint
