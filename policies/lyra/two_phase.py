@@ -184,6 +184,7 @@ class LyraPolicy(PolicyBase):
             ),
         )
         free = dict(cap)
+        gpus = sum(cap.values())
         gone = frozenset(loan.reclaimed)
         chosen: dict[JobId, tuple[GpuType, int, int]] = {}  # job -> (type, workers, upper)
         waiting: dict[JobId, tuple[str, str]] = {}
@@ -200,7 +201,10 @@ class LyraPolicy(PolicyBase):
             for t in order:
                 if free.get(t, 0) >= base and snap.throughput(job, t, base) > 0:
                     free[t] -= base
-                    upper = min(limit, job.spec.max_workers) if self.elastic else base
+                    # never more workers than the cluster has GPUs (phase 3 may add
+                    # other types): a job asking for a million would otherwise cost a
+                    # million knapsack items every decision
+                    upper = min(limit, job.spec.max_workers, gpus) if self.elastic else base
                     chosen[job.id] = (t, base, upper)
                     break
             else:
