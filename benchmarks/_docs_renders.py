@@ -186,7 +186,9 @@ def moe_expert_fit(d: dict[str, Any]) -> str:
 def _lat(ms: float | None) -> str:
     if ms is None:
         return "-"
-    return f"{ms:.0f} ms" if ms < 1000 else f"{ms / 1000:.1f} s"
+    if ms < 1000:
+        return f"{ms:.0f} ms"
+    return f"{ms / 1000:.2f} s" if ms < 10_000 else f"{ms / 1000:.1f} s"
 
 
 def live_loaning(d: dict[str, Any]) -> str:
@@ -207,9 +209,11 @@ def live_loaning(d: dict[str, Any]) -> str:
         return f"**{n}** ({reasons})"
 
     def reclaims(r: dict[str, Any]) -> str:
-        lat = r.get("reclaim_latencies_s") or []
+        lat = r.get("reclaim_latencies_s")
+        if lat is None and r["reclaims"]:  # a run from before each latency was stored
+            return f"{r['reclaims']}: p50 {r['reclaim_latency_p50_s']:.1f} s (each not stored)"
         if not lat:
-            return "-" if not r["reclaims"] else f"{r['reclaims']}: (latencies not stored)"
+            return "-"
         each = [f"{x:.1f} s" for x in lat]
         text = f"{len(lat)}: " + (" and ".join(each) if len(each) <= 2 else ", ".join(each))
         if len(lat) > 2:

@@ -238,6 +238,30 @@ TABLES: tuple[Table, ...] = (
         "benchmarks/results/planner_ptdp.json",
         "benchmarks.planner_ptdp:render_fig13",
     ),
+    Table(
+        "planner-pipeline",
+        "docs/planner.md",
+        "benchmarks/results/planner_pipeline.json",
+        "benchmarks.planner_pipeline:render",
+    ),
+    Table(
+        "loaning",
+        "docs/loaning.md",
+        "benchmarks/results/live_loaning.json",
+        "benchmarks._docs_renders:live_loaning",
+    ),
+    Table(
+        "lyra-side-runs",
+        "docs/lyra.md",
+        "benchmarks/results/lyra_side_runs.json",
+        "benchmarks._lyra_report:pairs_table",
+    ),
+    Table(
+        "loaning-2026-11-23",
+        "docs/loaning.md",
+        "benchmarks/results/live_loaning_2026-11-23.json",
+        "benchmarks._docs_renders:live_loaning",
+    ),
 )
 """Every rendered table. Add a row when a doc gains one."""
 
