@@ -40,7 +40,10 @@ except ImportError:
 import lyra_ray
 from lyra_ray.sim.simulator import Simulator
 from lyra_ray.sim.traces import read_gavel_trace
-from lyra_ray.policies.base import get_policy
+if Path("lyra_ray/policies").exists():  # the card's folders under the project's namespace
+    from lyra_ray.policies.base import get_policy
+else:  # commits before they were: top-level packages of the tree
+    from policies.base import get_policy
 shared = Path(sys.argv[1])
 model = load_gavel_throughputs(shared / "simulation_throughputs.json")
 specs = read_gavel_trace(shared / "traces" / sys.argv[2], known_job_types=model.job_types)
