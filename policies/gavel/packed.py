@@ -2,7 +2,8 @@
 finish-time fairness and cost with SLOs (Gavel's ``*_packed`` / ``*_packed_SLOs``).
 
 Variables are X for single jobs and for the pruned candidate pairs
-(:mod:`lyra_ray.policies.gavel.pairs`). A job's time constraint counts its pairs; a pair uses its
+(:mod:`lyra_ray.policies.gavel.pairs`; ``pair_set="all"`` solves on every pair, as Gavel
+does, to measure what pruning costs). A job's time constraint counts its pairs; a pair uses its
 GPUs once. A job's throughput adds what it gets inside each pair. Normalisation follows
 Gavel's packed LAS: throughput over the sum of its alone-throughputs across types, times
 scale factor, over priority weight.
@@ -27,7 +28,7 @@ from lyra_ray.policies.gavel.finish_time_fairness import (
 )
 from lyra_ray.policies.gavel.inputs import FloatArray, Problem, build_problem, to_allocation
 from lyra_ray.policies.gavel.lp import SolverError, base_constraints, max_min, solve_min
-from lyra_ray.policies.gavel.pairs import Pairs, candidate_pairs
+from lyra_ray.policies.gavel.pairs import Pairs, PairSet, candidate_pairs, checked_pair_set
 from lyra_ray.policies.gavel.water_filling import hierarchical_weights, water_fill
 
 
@@ -50,9 +51,9 @@ def packed_utility(p: Problem, pairs: Pairs, per_job: FloatArray) -> sp.csr_matr
 
 
 def _setup(
-    snap: ClusterSnapshot, p: Problem, top_k: int
+    snap: ClusterSnapshot, p: Problem, top_k: int, pair_set: PairSet = "pruned"
 ) -> tuple[Pairs, sp.csr_matrix, FloatArray, FloatArray, NDArray[np.bool_]]:
-    pairs = candidate_pairs(snap, p, top_k)
+    pairs = candidate_pairs(snap, p, top_k, pair_set)
     A, b = base_constraints(p.sf, p.capacity, pairs.idx, pairs.gpus)
     pair_ok = (pairs.thr > 0).all(axis=2) & (pairs.gpus[:, None] <= p.capacity[None, :])
     ub = np.concatenate([p.runnable.ravel(), pair_ok.ravel()]).astype(np.float64)
@@ -72,8 +73,10 @@ def _split(p: Problem, pairs: Pairs, x: FloatArray) -> Allocation:
     return to_allocation(p, X, {key: Xp[i] for i, key in enumerate(pairs.keys)})
 
 
-def solve_packed_las(snap: ClusterSnapshot, p: Problem, top_k: int = 8) -> tuple[Allocation, float]:
-    pairs, A, b, ub, active = _setup(snap, p, top_k)
+def solve_packed_las(
+    snap: ClusterSnapshot, p: Problem, top_k: int = 8, pair_set: PairSet = "pruned"
+) -> tuple[Allocation, float]:
+    pairs, A, b, ub, active = _setup(snap, p, top_k, pair_set)
     U = packed_utility(p, pairs, _las_scale(p))
     res = max_min(U, A, b, ub, active=active, floor=np.zeros(p.n))
     return _split(p, pairs, res.x), res.level
@@ -82,8 +85,9 @@ def solve_packed_las(snap: ClusterSnapshot, p: Problem, top_k: int = 8) -> tuple
 class _Packed(PolicyBase):
     name: ClassVar[str]
 
-    def __init__(self, top_k: int = 8) -> None:
+    def __init__(self, top_k: int = 8, pair_set: PairSet = "pruned") -> None:
         self.top_k = top_k
+        self.pair_set = checked_pair_set(pair_set)
 
     def allocate(self, snap: ClusterSnapshot) -> Allocation:
         p = build_problem(snap)
@@ -100,7 +104,7 @@ class MaxMinFairnessPacked(_Packed):
     name: ClassVar[str] = "max_min_fairness_packed"
 
     def _solve(self, snap: ClusterSnapshot, p: Problem) -> Allocation:
-        return solve_packed_las(snap, p, self.top_k)[0]
+        return solve_packed_las(snap, p, self.top_k, self.pair_set)[0]
 
 
 @register
@@ -108,7 +112,7 @@ class MinTotalDurationPacked(_Packed):
     name: ClassVar[str] = "min_total_duration_packed"
 
     def _solve(self, snap: ClusterSnapshot, p: Problem) -> Allocation:
-        pairs, A, b, ub, active = _setup(snap, p, self.top_k)
+        pairs, A, b, ub, active = _setup(snap, p, self.top_k, self.pair_set)
         r = np.array([max(j.remaining_steps, 1e-9) for j in p.jobs]).reshape(p.n)
         res = max_min(
             packed_utility(p, pairs, 1.0 / r), A, b, ub, active=active, floor=np.zeros(p.n)
@@ -121,7 +125,7 @@ class MaxMinFairnessWaterFillingPacked(_Packed):
     name: ClassVar[str] = "max_min_fairness_water_filling_packed"
 
     def _solve(self, snap: ClusterSnapshot, p: Problem) -> Allocation:
-        pairs, A, b, ub, active = _setup(snap, p, self.top_k)
+        pairs, A, b, ub, active = _setup(snap, p, self.top_k, self.pair_set)
         per_job = _las_scale(p) * p.weights / hierarchical_weights(p)
         x, _ = water_fill(packed_utility(p, pairs, per_job), A, b, ub, active)
         return _split(p, pairs, x)
@@ -135,12 +139,13 @@ class FinishTimeFairnessPacked(FinishTimeFairnessPerf):
 
     name: ClassVar[str] = "finish_time_fairness_packed"
 
-    def __init__(self, top_k: int = 8) -> None:
+    def __init__(self, top_k: int = 8, pair_set: PairSet = "pruned") -> None:
         super().__init__()
         self.top_k = top_k
+        self.pair_set = checked_pair_set(pair_set)
 
     def _solve(self, snap: ClusterSnapshot, p: Problem, done: FloatArray) -> Allocation:
-        pairs, A, b, ub, active = _setup(snap, p, self.top_k)
+        pairs, A, b, ub, active = _setup(snap, p, self.top_k, self.pair_set)
         if not active.any():
             return to_allocation(p, np.zeros((p.n, p.k)))
         t, r, bound = ftf_inputs(p, snap.now, done)
@@ -159,12 +164,17 @@ class MaxSumThroughputNormalizedByCostPackedSLOs(_Packed):
 
     name: ClassVar[str] = "max_sum_throughput_normalized_by_cost_packed_SLOs"
 
-    def __init__(self, top_k: int = 8, prices: Mapping[GpuType, float] | None = None) -> None:
-        super().__init__(top_k)
+    def __init__(
+        self,
+        top_k: int = 8,
+        prices: Mapping[GpuType, float] | None = None,
+        pair_set: PairSet = "pruned",
+    ) -> None:
+        super().__init__(top_k, pair_set)
         self.prices = dict(DEFAULT_PRICES if prices is None else prices)
 
     def _solve(self, snap: ClusterSnapshot, p: Problem) -> Allocation:
-        pairs, A, b, ub, _ = _setup(snap, p, self.top_k)
+        pairs, A, b, ub, _ = _setup(snap, p, self.top_k, self.pair_set)
         U = packed_utility(p, pairs, np.ones(p.n)).tocsr()
         per_col = np.tile(prices(p, self.prices), p.n + pairs.size)
         c = -np.asarray(U.sum(axis=0)).ravel() / per_col

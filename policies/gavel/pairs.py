@@ -12,11 +12,18 @@ it), or the job itself when it has none — not once per job pair.
 Mixed scale factors are allowed: a pair whose members differ in scale factor occupies
 ``max(sf_a, sf_b)`` GPUs when the throughput model offers such a pair (Gavel's catalogue
 does not, so such pairs are simply absent).
+
+``pair_set="all"`` keeps instead every pair the model offers a throughput for, gain or
+not, as Gavel does: the yardstick that shows what pruning costs
+(``benchmarks/packing_pairs.py``). A pair with gain <= 1 on every type is dominated
+(time-sharing its members alone gets each more for fewer GPU-seconds), so the extra
+pairs can only make the LP bigger, never its optimum worse.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Literal
 
 import numpy as np
 from numpy.typing import NDArray
@@ -25,6 +32,19 @@ from lyra_ray.model import ClusterSnapshot, ThroughputModel, pair_key
 from lyra_ray.policies.gavel.inputs import FloatArray, Problem
 
 IntArray = NDArray[np.int64]
+PairSet = Literal["pruned", "all"]
+"""Which pairs a packed policy solves over: the ``top_k`` best partners per job, or every
+pair the throughput model offers (Gavel's set)."""
+PAIR_SETS: tuple[PairSet, ...] = ("pruned", "all")
+
+
+def checked_pair_set(value: str) -> PairSet:
+    """``value`` as a :data:`PairSet`; a typo in a policy's options fails when the policy
+    is built, not at its first decision."""
+    for s in PAIR_SETS:
+        if value == s:
+            return s
+    raise ValueError(f"pair_set must be one of {PAIR_SETS}, not {value!r}")
 
 
 @dataclass(frozen=True)
@@ -58,7 +78,10 @@ def _classes(p: Problem, model: ThroughputModel) -> tuple[IntArray, list[int]]:
     return cls, reps
 
 
-def candidate_pairs(snap: ClusterSnapshot, p: Problem, top_k: int = 8) -> Pairs:
+def candidate_pairs(
+    snap: ClusterSnapshot, p: Problem, top_k: int = 8, pair_set: PairSet = "pruned"
+) -> Pairs:
+    pair_set = checked_pair_set(pair_set)
     model = snap.throughput_model
     cls, reps = _classes(p, model)
     c = len(reps)
@@ -77,19 +100,27 @@ def candidate_pairs(snap: ClusterSnapshot, p: Problem, top_k: int = 8) -> Pairs:
         norm = cthr[..., 0] / crep_T[:, None, :] + cthr[..., 1] / crep_T[None, :, :]
     norm = np.nan_to_num(norm, nan=0.0, posinf=0.0)
     cgain = norm.max(axis=2)
-    gain = cgain[cls[:, None], cls[None, :]]
-    np.fill_diagonal(gain, 0.0)
-    gain[gain <= 1.0 + 1e-9] = 0.0
-    chosen: set[tuple[int, int]] = set()
-    kk = min(top_k, max(0, p.n - 1))
-    if kk > 0:
-        best = np.argsort(-gain, axis=1, kind="stable")[:, :kk]
-        for a in range(p.n):
-            for b in best[a]:
-                if gain[a, b] > 0:
-                    chosen.add((min(a, int(b)), max(a, int(b))))
-    idx = np.array(sorted(chosen), dtype=np.int64).reshape(-1, 2)
+    if pair_set == "all":
+        offered: NDArray[np.bool_] = np.any(np.all(cthr > 0, axis=3), axis=2)
+        idx = np.argwhere(np.triu(offered[cls[:, None], cls[None, :]], k=1)).astype(np.int64)
+    else:
+        idx = _top_k(cgain[cls[:, None], cls[None, :]], p.n, top_k)
     thr = cthr[cls[idx[:, 0]], cls[idx[:, 1]]] if idx.size else np.zeros((0, p.k, 2))
     gpus = np.maximum(p.sf[idx[:, 0]], p.sf[idx[:, 1]]) if idx.size else np.zeros(0)
     keys = tuple(pair_key(p.jobs[a].id, p.jobs[b].id) for a, b in idx)
     return Pairs(idx=idx, thr=thr, gpus=gpus, keys=keys)
+
+
+def _top_k(gain: FloatArray, n: int, top_k: int) -> IntArray:
+    """Sorted (a < b) pairs among each job's ``top_k`` partners of gain > 1."""
+    np.fill_diagonal(gain, 0.0)
+    gain[gain <= 1.0 + 1e-9] = 0.0
+    chosen: set[tuple[int, int]] = set()
+    kk = min(top_k, max(0, n - 1))
+    if kk > 0:
+        best = np.argsort(-gain, axis=1, kind="stable")[:, :kk]
+        for a in range(n):
+            for b in best[a]:
+                if gain[a, b] > 0:
+                    chosen.add((min(a, int(b)), max(a, int(b))))
+    return np.array(sorted(chosen), dtype=np.int64).reshape(-1, 2)
