@@ -83,6 +83,12 @@ TABLES: tuple[Table, ...] = (
         "benchmarks._packing_table:render",
     ),
     Table(
+        "packing-pairs",
+        "docs/gavel.md",
+        "benchmarks/results/packing_pairs.json",
+        "benchmarks._packing_pairs_table:render",
+    ),
+    Table(
         "moe-cost-gain",
         "docs/moe.md",
         "benchmarks/results/moe_cost_gain.json",
