@@ -24,6 +24,7 @@ from typing import Any, ClassVar, Protocol
 from lyra_ray import model as m
 from lyra_ray.model.state import spec_from_dict
 from lyra_ray.runtime.archive import JobArchive, hand_out_terminal
+from lyra_ray.runtime.delta import Ledger
 from lyra_ray.runtime.faults import FaultHook
 from lyra_ray.runtime.metrics import SchedulerMetrics
 from lyra_ray.runtime.store import StateStore
@@ -91,6 +92,10 @@ class LiveStore:
         """Why each failed job failed, until it is archived."""
         self.commits: list[dict[str, float]] = []
         """Per commit: bytes written, seconds, jobs in the state (the per-cycle write)."""
+        self.incremental = True
+        """Write what changed (:class:`~lyra_ray.runtime.delta.Ledger`); False writes the
+        whole state every commit (kept for ``benchmarks/scale_cycle.py``'s comparison)."""
+        self.ledger = Ledger()
 
     def commit(self, core: SchedulerCore, cycle: Cycle) -> None:
         for e in cycle.events:
@@ -116,21 +121,24 @@ class LiveStore:
             self.save(core, [])
 
     def save(self, core: SchedulerCore, consumed: list[int]) -> None:
-        """Commit the whole state (and mark ``consumed`` inbox rows) in one transaction."""
+        """Commit the state (and mark ``consumed`` inbox rows) in one transaction: what
+        changed since the last commit, or the whole state when not :attr:`incremental`."""
         self.executor.dirty = False
         t0 = time.perf_counter()
         archive = self.archive.rows()
-        size = self.store.commit(
-            {
-                "core": core.to_state(),
-                "runtime": self.executor.to_state(),
-                "serving": self.serving.to_state(),
-                "reasons": self.reasons,
-                "restarts": self.restarts,
-            },
-            consumed,
-            archive,
-        )
+        extras = {
+            "runtime": self.executor.to_state(),
+            "serving": self.serving.to_state(),
+            "reasons": self.reasons,
+            "restarts": self.restarts,
+        }
+        if self.incremental:
+            delta, accept = self.ledger.delta(core, extras)
+            size = self.store.commit_delta(delta, consumed, archive)
+            self.ledger.accept(accept)
+        else:
+            size = self.store.commit({"core": core.to_state(), **extras}, consumed, archive)
+            self.ledger = Ledger()  # the store holds no parts now: the next delta is whole
         self.commits.append(
             {
                 "bytes": size,

@@ -10,6 +10,9 @@ and ``status`` / ``list`` read them here. ``job_meta`` holds what travels beside
 spec (its owner, runtime env, backend, the Ray job that submitted it), written in the
 submission's own transaction, so an accepted job never lacks them; ``users`` and
 ``tokens`` hold identities (a token only as a salted hash, :mod:`lyra_ray.runtime.auth`).
+The live scheduler keeps its state incrementally instead (:meth:`commit_delta`, issue
+#33): a row per job in ``jobs`` (spec copied from its inbox row once), the rest in
+``parts`` and ``part_rows``, written only where a cycle changed them (docs/reliability.md).
 
 Durability (issue #17): WAL journal, ``synchronous=FULL``. WAL alone survives a killed
 process at any synchronous level — a transaction is in the WAL whole or not at all
@@ -29,7 +32,8 @@ import contextlib
 import json
 import sqlite3
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -53,6 +57,18 @@ CREATE TABLE IF NOT EXISTS job_meta (
     owner TEXT,
     meta TEXT NOT NULL
 );
+CREATE TABLE IF NOT EXISTS jobs (
+    job_id TEXT PRIMARY KEY,
+    spec TEXT NOT NULL,
+    record TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS parts (path TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS part_rows (
+    path TEXT NOT NULL,
+    key TEXT NOT NULL,
+    value TEXT NOT NULL,
+    PRIMARY KEY (path, key)
+) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS users (
     name TEXT PRIMARY KEY,
     admin INTEGER NOT NULL,
@@ -155,13 +171,66 @@ class StateStore:
         rows = [(jid, json.dumps(rec, sort_keys=True)) for jid, rec in archive]
         with self._write():
             self._db.execute("INSERT OR REPLACE INTO kv VALUES ('state', ?)", (blob,))
-            for seq in consumed or []:
-                self._db.execute("UPDATE inbox SET consumed = 1 WHERE seq = ?", (seq,))
-            # OR REPLACE: archiving a job twice must not fail the whole commit
-            self._db.executemany(
-                "INSERT OR REPLACE INTO archive (job_id, record) VALUES (?, ?)", rows
-            )
+            # the whole state replaces an incremental one (one layout at a time)
+            for table in ("jobs", "parts", "part_rows"):
+                self._db.execute(f"DELETE FROM {table}")
+            self._consume_and_archive(consumed or [], rows)
         return len(blob) + sum(len(r) for _, r in rows)
+
+    def _consume_and_archive(self, consumed: Sequence[int], rows: list[tuple[str, str]]) -> None:
+        """Inside a commit's transaction: mark the inbox rows folded in, archive the jobs
+        that ended."""
+        for seq in consumed:
+            self._db.execute("UPDATE inbox SET consumed = 1 WHERE seq = ?", (seq,))
+        # OR REPLACE: archiving a job twice must not fail the whole commit
+        self._db.executemany("INSERT OR REPLACE INTO archive (job_id, record) VALUES (?, ?)", rows)
+
+    def commit_delta(
+        self,
+        delta: Delta,
+        consumed: Sequence[int] = (),
+        archive: Sequence[tuple[str, dict[str, Any]]] = (),
+    ) -> int:
+        """Write what a cycle changed (:class:`Delta`), mark ``consumed`` inbox rows and
+        archive rows, in one transaction, as :meth:`commit` does; returns the bytes written.
+
+        A new job's spec is copied inside SQLite from the inbox row that submitted it
+        (it was serialised once, at submit); only a job with no such row serialises it
+        (``Delta.new``). :meth:`load` reassembles the state :meth:`commit` would have kept.
+        """
+        rows = [(jid, json.dumps(rec, sort_keys=True)) for jid, rec in archive]
+        size = sum(len(r) for _, r in rows)
+        db = self._db
+        with self._write():
+            db.execute("DELETE FROM kv WHERE key = 'state'")
+            if delta.reset:  # the writer knows nothing of what is stored: rewrite it all
+                keep = {jid for jid, _ in delta.jobs}
+                old = [r[0] for r in db.execute("SELECT job_id FROM jobs") if r[0] not in keep]
+                db.executemany("DELETE FROM jobs WHERE job_id = ?", [(j,) for j in old])
+                db.execute("DELETE FROM parts")
+                db.execute("DELETE FROM part_rows")
+            for jid, spec_of in delta.new.items():
+                if db.execute("SELECT 1 FROM jobs WHERE job_id = ?", (jid,)).fetchone():
+                    continue  # stored before (a reset after a restart): its spec stays
+                row = db.execute(
+                    "SELECT payload FROM inbox WHERE job_id = ? AND kind = 'submit' "
+                    "ORDER BY seq DESC LIMIT 1",
+                    (jid,),
+                ).fetchone()
+                spec = str(row[0]) if row else spec_of()
+                db.execute("INSERT INTO jobs VALUES (?, ?, '')", (jid, spec))
+                size += len(spec)
+            db.executemany(
+                "UPDATE jobs SET record = ? WHERE job_id = ?", [(r, j) for j, r in delta.jobs]
+            )
+            db.executemany("DELETE FROM jobs WHERE job_id = ?", [(j,) for j in delta.removed])
+            db.executemany("INSERT OR REPLACE INTO parts VALUES (?, ?)", delta.parts)
+            db.executemany("INSERT OR REPLACE INTO part_rows VALUES (?, ?, ?)", delta.rows)
+            db.executemany("DELETE FROM part_rows WHERE path = ? AND key = ?", delta.rows_removed)
+            self._consume_and_archive(consumed, rows)
+        size += sum(len(r) for _, r in delta.jobs)
+        size += sum(len(v) for _, v in delta.parts) + sum(len(v) for _, _, v in delta.rows)
+        return size
 
     def archived(self, job_id: str) -> dict[str, Any] | None:
         """An archived job's record, or None."""
@@ -255,10 +324,75 @@ class StateStore:
         return json.loads(row[0]) if row else None
 
     def load(self) -> dict[str, Any] | None:
+        """The last committed state, as :meth:`commit` was given it, whichever way it was
+        written (the whole state, or :meth:`commit_delta`'s parts reassembled)."""
         with self._lock:
             row = self._db.execute("SELECT value FROM kv WHERE key = 'state'").fetchone()
-        return json.loads(row[0]) if row else None
+            if row:
+                return dict(json.loads(row[0]))
+            parts = self._db.execute("SELECT path, value FROM parts").fetchall()
+            prows = self._db.execute("SELECT path, key, value FROM part_rows").fetchall()
+            jobs = self._db.execute("SELECT job_id, spec, record FROM jobs").fetchall()
+        if not parts:
+            return None
+        return assemble(parts, prows, jobs)
 
     def close(self) -> None:
         with self._lock:
             self._db.close()
+
+
+JOBS_PATH = ("core", "jobs")
+"""Where the ``jobs`` table's rows go in the reassembled state (a list sorted by id, as
+:meth:`~lyra_ray.scheduling.core.SchedulerCore.to_state` writes it)."""
+
+
+@dataclass
+class Delta:
+    """What one incremental commit writes (:meth:`StateStore.commit_delta`).
+
+    ``parts`` are whole values at a dotted path of the state; ``rows`` are entries
+    ``(path, key, value)`` of a mapping at a path that is large but changes a few keys at
+    a time (the rounds' per-job times); jobs are rows of their own. Values are JSON text.
+    """
+
+    jobs: list[tuple[str, str]] = field(default_factory=list)
+    """(job id, record) of every new or changed job."""
+    new: dict[str, Callable[[], str]] = field(default_factory=dict)
+    """Jobs not yet stored: each one's spec as JSON, called only if no inbox row has it."""
+    removed: list[str] = field(default_factory=list)
+    parts: list[tuple[str, str]] = field(default_factory=list)
+    rows: list[tuple[str, str, str]] = field(default_factory=list)
+    rows_removed: list[tuple[str, str]] = field(default_factory=list)
+    reset: bool = False
+    """Drop every stored part and every job not in ``jobs`` first: the writer's first
+    commit (it does not know what an earlier process stored)."""
+
+
+def assemble(
+    parts: Sequence[tuple[str, str]],
+    rows: Sequence[tuple[str, str, str]],
+    jobs: Sequence[tuple[str, str, str]],
+) -> dict[str, Any]:
+    """The state :meth:`StateStore.commit_delta` wrote, as one dict (deterministic: paths,
+    keys and jobs in sorted order, as ``json.dumps(sort_keys=True)`` kept them)."""
+    state: dict[str, Any] = {}
+    for path, value in sorted(parts, key=lambda p: (p[0].count("."), p[0])):
+        _put(state, path.split("."), json.loads(value))
+    for path, key, value in sorted(rows):
+        *head, last = path.split(".")
+        _at(state, head).setdefault(last, {})[key] = json.loads(value)
+    listed = [{**json.loads(rec), "id": jid, "spec": json.loads(spec)} for jid, spec, rec in jobs]
+    _at(state, list(JOBS_PATH[:-1]))[JOBS_PATH[-1]] = sorted(listed, key=lambda d: d["id"])
+    return state
+
+
+def _at(state: dict[str, Any], path: Sequence[str]) -> dict[str, Any]:
+    for p in path:
+        state = state.setdefault(p, {})
+    return state
+
+
+def _put(state: dict[str, Any], path: Sequence[str], value: Any) -> None:
+    *head, last = path
+    _at(state, head)[last] = value

@@ -253,6 +253,12 @@ class Decider:
             "policy": self.policy.to_state(),
         }
 
+    def persisted(self) -> tuple[m.Allocation, bool, RoundMechanismLike | None]:
+        """What :meth:`to_state` writes, not yet serialised: an incremental store
+        serialises the allocation only when the object changed (a new solve) and the
+        rounds only entry by entry."""
+        return self.allocation, self.stale, self._rounds
+
     def load_state(self, state: dict[str, Any]) -> None:
         if state.get("rounds") is not None:
             self.rounds.load_state(state["rounds"])
