@@ -29,16 +29,22 @@ _GROUPS = (
     "lyra_ray.cli.profile",
     "lyra_ray.moe_serving.cli",
 )
+_ALONE = {"simulate": "lyra_ray.cli.sim"}
+"""Commands whose group alone builds their parser. Importing every group costs ~0.1 s
+(Rich, the MoE planner, the live client), which a replay's whole-process time counts
+(``benchmarks/sim_speed.py`` times ``lyra simulate`` against Gavel's simulator); the
+parsed arguments are the same (``tests/unit/test_cli_fast_parser.py``)."""
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(command: str | None = None) -> argparse.ArgumentParser:
+    """Every group's commands; only ``command``'s group where :data:`_ALONE` names it."""
     parser = argparse.ArgumentParser(
         prog="lyra", description="lyra-ray: a cluster manager for heterogeneous GPU clusters"
     )
     parser.add_argument("--version", action="version", version=f"lyra-ray {__version__}")
     parser.add_argument("-v", "--verbose", action="store_true", help="debug logging")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
-    for mod in _GROUPS:
+    for mod in (_ALONE[command],) if command in _ALONE else _GROUPS:
         try:
             module = importlib.import_module(mod)
         except ModuleNotFoundError as e:
@@ -49,8 +55,20 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _command(words: list[str]) -> str | None:
+    """The command ``words`` run; ``None`` where the top-level parser itself answers
+    (``lyra --help``, ``lyra --version``: it must list every command). The top-level
+    options take no value, so the first word that is no option is the command."""
+    for w in words:
+        if w in ("-h", "--help", "--version"):
+            return None
+        if not w.startswith("-"):
+            return w
+    return None
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = build_parser()
+    parser = build_parser(_command(list(sys.argv[1:] if argv is None else argv)))
     args = parser.parse_args(argv)
     from lyra_ray.client.quiet import quiet_loggers, set_verbose
 

@@ -7,9 +7,6 @@ import os
 from pathlib import Path
 from typing import Any
 
-from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeElapsedColumn
-
 from lyra_ray.model.pools import GRAMMAR
 from lyra_ray.sim.workload import FORMATS, SimSettings
 
@@ -112,21 +109,24 @@ def run_simulate(args: argparse.Namespace) -> int:
 
     work = assemble(settings(args))
     specs = work.specs
-    console = Console(stderr=True)
-    with Progress(
-        "[progress.description]{task.description}",
-        BarColumn(),
-        MofNCompleteColumn(),
-        TimeElapsedColumn(),
-        console=console,
-        transient=True,
-        disable=args.quiet,
-    ) as bar:
-        task = bar.add_task(f"simulating {len(specs)} jobs", total=len(specs))
-        result = work.simulator.run(
-            specs, work.window, progress=lambda d, _t: bar.update(task, completed=d)
-        )
-    if not args.quiet:
+    if args.quiet:  # no bar, no table: Rich is not even imported (start-up counts)
+        result = work.simulator.run(specs, work.window)
+    else:
+        from rich.console import Console
+        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeElapsedColumn
+
+        with Progress(
+            "[progress.description]{task.description}",
+            BarColumn(),
+            MofNCompleteColumn(),
+            TimeElapsedColumn(),
+            console=Console(stderr=True),
+            transient=True,
+        ) as bar:
+            task = bar.add_task(f"simulating {len(specs)} jobs", total=len(specs))
+            result = work.simulator.run(
+                specs, work.window, progress=lambda d, _t: bar.update(task, completed=d)
+            )
         render_table(result.summary, f"{args.policy} on {Path(args.trace).name}", Console())
     if args.json_out:
         Path(args.json_out).parent.mkdir(parents=True, exist_ok=True)

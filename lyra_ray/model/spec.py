@@ -20,6 +20,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from lyra_ray.model import JobSpec, Node, Pool
 from lyra_ray.model.admission import check_bounds
 from lyra_ray.model.errors import InputError
+from lyra_ray.model.errors import read_text_input as read_text_input  # re-exported
 from lyra_ray.model.plugins import plan_model
 from lyra_ray.model.pools import check_gpus_per_node, parse_pool
 from lyra_ray.model.runtime_env import check_backend, check_runtime_env
@@ -261,17 +262,6 @@ def safe_load_yaml(text: str, source: str) -> Any:
     except Exception as e:  # PyYAML's constructors: ValueError, IndexError ('!!float')...
         what = " ".join(str(e).split())
         raise InputError(f"{source}: malformed YAML: {type(e).__name__}: {what}") from None
-
-
-def read_text_input(path: str | Path, what: str) -> str:
-    """A user's text file, or an InputError (unreadable, or not UTF-8 text)."""
-    p = Path(path)
-    try:
-        return p.read_text()
-    except OSError as e:
-        raise InputError(f"{p}: cannot read {what}: {e.strerror}") from None
-    except UnicodeDecodeError as e:
-        raise InputError(f"{p}: cannot read {what}: not UTF-8 text ({e.reason})") from None
 
 
 def _job_entries(text: str, source: str, **known: Any) -> list[tuple[Any, JobSpec]]:

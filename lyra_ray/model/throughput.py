@@ -123,8 +123,18 @@ class SpecThroughputs(CatalogueThroughputs):
 
 
 def _parse_key(raw: str) -> TypeKey:
-    model, sf = ast.literal_eval(raw)
-    return str(model), int(sf)
+    """``"('ResNet-18 (batch size 16)', 1)"`` as a key. Gavel's file spells each of its
+    few dozen keys ~10,000 times (every pair entry names its partner), and
+    ``ast.literal_eval`` costs ~8 µs a call, a tenth of a replay's start-up: each
+    spelling is parsed once. A malformed key raises every time (errors are not kept)."""
+    hit = _KEYS.get(raw)
+    if hit is None:
+        model, sf = ast.literal_eval(raw)
+        hit = _KEYS[raw] = (str(model), int(sf))
+    return hit
+
+
+_KEYS: dict[str, TypeKey] = {}
 
 
 def load_gavel_throughputs(path: str | Path) -> CatalogueThroughputs:

@@ -127,8 +127,11 @@ class Decider:
         if lend != state.lent:
             snap = dataclasses.replace(snap, lent_nodes=frozenset(lend))
         desired = self._desired(state, snap, previous, tick, backfill)
-        placed = self.placer.place(desired, snap, previous, self.allocation.preferred_nodes)
-        actions = self._diff(state, placed, previous, set(lend))
+        if lend == state.lent and self.keeps_placement(desired, previous):
+            actions: list[m.Action] = []
+        else:
+            placed = self.placer.place(desired, snap, previous, self.allocation.preferred_nodes)
+            actions = self._diff(state, placed, previous, set(lend))
         self.must_place = False
         self.cycles += 1
         return actions
@@ -157,6 +160,34 @@ class Decider:
         for j in state.active_jobs():
             a = j.current
             if a is not None and (a.partner is not None or not a.nodes):
+                return False
+        return True
+
+    def keeps_placement(
+        self, desired: dict[JobId, Assignment], previous: dict[JobId, Assignment]
+    ) -> bool:
+        """Whether placing ``desired`` would hand every job back its running assignment.
+
+        Most round boundaries change no one's GPUs (the round mechanism extends the
+        lease of every running job by returning its very ``Assignment``), so placement
+        and diff would emit nothing. The consolidating placer keeps an unchanged job
+        whose nodes still fit; they do, since the same jobs held them on the same nodes
+        (``must_place`` is clear: no node came or went) with the same loans (the caller
+        checks). Pairs, mixed types, partial gangs and other placers take the full path.
+        Checked against it by ``tests/unit/test_fast_paths.py``.
+        """
+        if self.must_place or type(self.placer) is not ConsolidatingPlacer:
+            return False
+        if len(desired) != len(previous):
+            return False
+        for j, a in desired.items():
+            if previous.get(j) is not a or a.partner is not None or a.extra:
+                return False
+            nodes = a.nodes
+            if len(nodes) == 1:
+                if nodes[0][1] != a.workers:
+                    return False
+            elif not nodes or sum(g for _, g in nodes) != a.workers:
                 return False
         return True
 

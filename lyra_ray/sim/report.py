@@ -8,12 +8,12 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
-
-from rich.console import Console
-from rich.table import Table
+from typing import TYPE_CHECKING, Any
 
 from lyra_ray.sim.simulator import SimResult
+
+if TYPE_CHECKING:  # Rich is imported only to draw: ``--quiet`` replays start faster
+    from rich.console import Console
 
 _ROWS = (
     ("completed_jobs", "completed jobs", "{:.0f}"),
@@ -36,6 +36,8 @@ _ROWS = (
 
 
 def render_table(summary: dict[str, Any], title: str, console: Console) -> None:
+    from rich.table import Table
+
     table = Table(title=title)
     table.add_column("metric")
     table.add_column("value", justify="right")

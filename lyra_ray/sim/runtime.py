@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import ClassVar, Protocol
 
 from lyra_ray import model as m
@@ -33,6 +33,12 @@ class _Run:
     total: float
     finish: float = math.inf
     """When the run completes at ``rate``: fixed while the rate is (set in ``_rerate``)."""
+    done_at: float = field(init=False, default=math.inf)
+    """The step count from which it counts as complete (``total`` less a relative and an
+    absolute epsilon), computed once rather than at every poll."""
+
+    def __post_init__(self) -> None:
+        self.done_at = self.total * (1 - _EPS) - _EPS
 
 
 class RateModel(Protocol):
@@ -59,6 +65,9 @@ class SimRuntime:
         self.runs: dict[JobId, _Run] = {}
         self.started: set[JobId] = set()
         self._changed: set[JobId] = set()
+        self._crossed: list[JobId] = []
+        """Runs that reached their ``done_at`` in an :meth:`advance` since the last poll:
+        steps move only there, so the poll looks at these rather than at every run."""
         self._next: tuple[float | None] | None = None
         """:meth:`next_completion` as :meth:`advance` found it, until runs change."""
         self.serve_replicas: int | None = None
@@ -71,7 +80,7 @@ class SimRuntime:
 
     def advance(self, t: float) -> None:
         """Move the clock to ``t``, crediting every running job its steps."""
-        now, steps, changed = self.now, self.steps, self._changed
+        now, steps, changed, crossed = self.now, self.steps, self._changed, self._crossed
         for jid, r in self.runs.items():
             rate = r.rate
             if rate <= 0:
@@ -79,8 +88,13 @@ class SimRuntime:
             pf = r.productive_from
             start = pf if pf > now else now  # max(now, pf), without the call
             if t > start:
-                steps[jid] = min(r.total, steps[jid] + rate * (t - start))
+                v = steps[jid] + rate * (t - start)
+                total = r.total
+                v = v if v < total else total  # min(total, v), without the call
+                steps[jid] = v
                 changed.add(jid)
+                if v >= r.done_at:
+                    crossed.append(jid)
         self.now = t
 
     def next_completion(self) -> float | None:
@@ -110,11 +124,8 @@ class SimRuntime:
         """
         events: list[m.Event] = []
         runs, steps = self.runs, self.steps
-        done = sorted(
-            jid
-            for jid in self._changed
-            if jid in runs and steps[jid] >= runs[jid].total * (1 - _EPS) - _EPS
-        )
+        done = sorted({jid for jid in self._crossed if jid in runs})
+        self._crossed = []
         if progress:
             moved = self._changed.difference(done)
             if moved:  # one batched report: the core folds it in any order

@@ -22,8 +22,7 @@ from pathlib import Path
 
 from lyra_ray.model import JobSpec
 from lyra_ray.model.admission import check_bounds
-from lyra_ray.model.errors import InputError
-from lyra_ray.model.spec import load_job_file, read_text_input
+from lyra_ray.model.errors import InputError, read_text_input
 
 GAVEL_FIELDS = (
     "job_type",
@@ -176,4 +175,6 @@ def _philly_rows(
 
 
 def read_yaml_jobs(path: str | Path, **known: object) -> list[JobSpec]:
+    from lyra_ray.model.spec import load_job_file  # pydantic and YAML: job files only
+
     return sorted(load_job_file(path, **known), key=lambda s: s.arrival_s)

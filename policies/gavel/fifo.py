@@ -101,9 +101,11 @@ class FifoPerf(PolicyBase):
             room = [g for g in open_types if free[g] >= sf]
             if not room:
                 return queue[i:]
-            # The first type with the highest throughput, in sorted order (Gavel: strict >).
-            gt = max(room, key=lambda g: (snap.throughput(job, g), -room.index(g)))
-            if snap.throughput(job, gt) > 0:
+            # The first type with the highest throughput, in sorted order (Gavel: strict >);
+            # each type's throughput asked once (this pass runs at every solve).
+            tput = {g: snap.throughput(job, g) for g in room}
+            gt = max(room, key=lambda g: (tput[g], -room.index(g)))
+            if tput[gt] > 0:
                 chosen[job.id] = gt
                 free[gt] -= sf
                 if free[gt] == 0:

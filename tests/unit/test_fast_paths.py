@@ -58,6 +58,7 @@ def _schedule(
     core = sim.core
     if not shortcuts:  # every step takes the full cycle and reads every progress report
         core.decider.holds_mid_round = lambda state: False  # type: ignore[method-assign]
+        core.decider.keeps_placement = lambda d, p: False  # type: ignore[method-assign]
     seen: list[tuple[Any, ...]] = []  # what policies saw at every round boundary
     fold, decide = core.fold, core.decide
     due: list[bool] = []
