@@ -210,7 +210,8 @@ def parse_job_spec(
     check_bounds(spec, source)  # before the planner sizes a model for its worker counts
     if j.model is None:
         return spec
-    by_size, config = _planned(j.model, dict(j.config), lo, hi, source, known_gpu_types)
+    # the registered planner's (lyra_ray.model.plugins): parallelism sits above the model
+    by_size, config = plan_model(j.model, dict(j.config), lo, hi, source, known_gpu_types)
     return dataclasses.replace(spec, config=config, throughput_by_size=by_size)
 
 
@@ -225,20 +226,6 @@ def run_options(
     except InputError as e:
         raise InputError(f"{source}: {e}") from None
     return env, backend
-
-
-def _planned(
-    raw: Any,
-    config: dict[str, Any],
-    lo: int,
-    hi: int,
-    source: str,
-    known_gpu_types: Iterable[str] | None,
-) -> tuple[dict[str, dict[int, float]], dict[str, Any]]:
-    """A model job's steps/s per GPU type and size, and its config with the model kept:
-    the registered planner's (:mod:`lyra_ray.model.plugins`; the parallelism planner sits
-    above the model and plugs in, so the model imports nothing of it)."""
-    return plan_model(raw, config, lo, hi, source, known_gpu_types)
 
 
 def safe_load_yaml(text: str, source: str) -> Any:

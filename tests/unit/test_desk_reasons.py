@@ -57,18 +57,7 @@ def test_every_queued_job_carries_a_reason_from_inbox_to_queue(tmp_path: Path) -
     serving = DemandReplay([])
     archive = JobArchive(store)
     live = LiveStore(store, Inbox(store, core), executor, serving, archive)
-    desk = JobDesk(
-        core,
-        store,
-        Users(store),
-        _Boundary(),  # type: ignore[arg-type]
-        JobMeta(store),
-        archive,
-        executor,  # type: ignore[arg-type]
-        lambda: live.reasons,
-        threading.RLock(),
-        threading.Event(),
-    )
+    desk = _desk(store, core, executor, live)
     raws = [_job("first", 2), _job("second", 1), _job("third", 1)]
     ids = desk.submit_all(raws)["job_ids"]
     for jid in ids:  # in the inbox: the scheduler has not taken them in yet
@@ -87,6 +76,22 @@ def test_every_queued_job_carries_a_reason_from_inbox_to_queue(tmp_path: Path) -
     assert rows["second"]["reason_code"] == "capacity"
 
 
+def _desk(store: StateStore, core: SchedulerCore, executor: _Executor, live: Any) -> JobDesk:
+    """The desk as the actor wires it, over the loop's store (``live``) where there is one."""
+    return JobDesk(
+        core,
+        store,
+        Users(store),
+        _Boundary(),  # type: ignore[arg-type]
+        JobMeta(store),
+        live.archive if live is not None else JobArchive(store),
+        executor,  # type: ignore[arg-type]
+        lambda: live.reasons if live is not None else {},
+        threading.RLock(),
+        threading.Event(),
+    )
+
+
 class _OneCycle:
     def __init__(self) -> None:
         self.done = False
@@ -101,18 +106,7 @@ class _OneCycle:
 def test_one_refused_job_queues_none_of_its_batch(tmp_path: Path) -> None:
     store = StateStore(tmp_path)
     core = SchedulerCore(get_policy("fifo"), SpecThroughputs())
-    desk = JobDesk(
-        core,
-        store,
-        Users(store),
-        _Boundary(),  # type: ignore[arg-type]
-        JobMeta(store),
-        JobArchive(store),
-        _Executor([], SpecThroughputs()),  # type: ignore[arg-type]
-        dict,
-        threading.RLock(),
-        threading.Event(),
-    )
+    desk = _desk(store, core, _Executor([], SpecThroughputs()), None)
     bad = {**_job("bad", 1), "total_steps": float("nan")}
     reply = desk.submit_all([_job("good", 1), bad])
     assert not reply["ok"] and "total_steps" in reply["error"]
