@@ -90,6 +90,8 @@ class ConsolidatingPlacer:
             by_type: dict[str, list[NodeId]] = {}
             for n in cap:
                 by_type.setdefault(node_type[n], []).append(n)
+            for ids in by_type.values():  # by id: ``_fill`` may stop at the first exact fit
+                ids.sort()
             c = (snap.nodes, snap.lent_nodes, (cap, node_type, by_type))
             self._cache = c
         return c[2]
@@ -271,7 +273,13 @@ class ConsolidatingPlacer:
         preferred: tuple[NodeId, ...] = (),
         prefer_used: Mapping[NodeId, int] | None = None,
     ) -> list[tuple[NodeId, int]] | None:
-        """Take ``need`` GPUs of ``gpu_type`` from ``free`` (mutated) or return ``None``."""
+        """Take ``need`` GPUs of ``gpu_type`` from ``free`` (mutated) or return ``None``.
+
+        ``by_type`` lists each type's nodes by id (:meth:`ConsolidatingPlacer._index`).
+        Every choice here is by (fit, id), so the order changes no answer; it lets the
+        common case stop at the first node with exactly ``need`` free: no node fits
+        tighter, none before it has the same fit, and the total is then enough.
+        """
         pref = set(preferred)
         used = prefer_used or {}
         if not pref and not used:  # the common case, in one pass: tightest node, then name
@@ -280,6 +288,9 @@ class ConsolidatingPlacer:
             for n in by_type.get(gpu_type, ()):
                 f = free[n]
                 if f > 0:
+                    if f == need:
+                        free[n] = 0
+                        return [(n, need)]
                     total += f
                     if f >= need and (best is None or f < tight or (f == tight and n < best)):
                         best, tight = n, f

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import numpy as np
 import scipy.sparse as sp
+from numpy.typing import NDArray
 
 from lyra_ray.policies.gavel.ecos_las import _solve
 from lyra_ray.policies.gavel.inputs import FloatArray
@@ -50,24 +51,65 @@ def ecos_point(
     allocation Gavel's cvxpy + ECOS returns for the same problem."""
     n, k = T.shape
     nx = n * k
+    h = [np.zeros(nx), capacity, np.ones(n)]
+    if need is not None:
+        h.append(-need)
+    csc = constraint_arrays(T, sf, need is not None)
+    nrow = nx + k + n + (n if need is not None else 0)
+    sol = _solve(np.asarray(cost, dtype=np.float64), csc, nrow, np.concatenate(h))
+    if int(sol["info"]["exitFlag"]) != 0:
+        return None
+    out: FloatArray = np.clip(np.asarray(sol["x"], dtype=np.float64).reshape(n, k), 0.0, 1.0)
+    return out
+
+
+def constraint_arrays(
+    T: FloatArray, sf: FloatArray, with_need: bool
+) -> tuple[FloatArray, NDArray[np.int64], NDArray[np.int64]]:
+    """:func:`ecos_point`'s ``G`` as CSC arrays, written column by column.
+
+    Rows: ``-x <= 0`` (one per variable), GPUs per type, time per job, then (``with_need``)
+    ``-T x <= -need`` per job; every column ``x_mj`` has one entry in each block, in that
+    row order. The same arrays, bit for bit and with ``T``'s zeros kept, as stacking the
+    blocks with scipy (:func:`constraint_matrix`, ``tests/unit/test_ecos_centre.py``),
+    which costs several times ECOS's own solve on a replay's small LPs.
+    """
+    if not (sf != 0).all():  # scipy's kron would drop a zero: keep its matrix exactly
+        G = constraint_matrix(T, sf, with_need)
+        return G.data, G.indices.astype(np.int64), G.indptr.astype(np.int64)
+    n, k = T.shape
+    nx = n * k
+    per = 4 if with_need else 3
+    job = np.repeat(np.arange(n), k)
+    idx = np.empty((nx, per), dtype=np.int64)
+    val = np.empty((nx, per))
+    idx[:, 0] = np.arange(nx)
+    val[:, 0] = -1.0
+    idx[:, 1] = nx + np.tile(np.arange(k), n)
+    val[:, 1] = sf[job]
+    idx[:, 2] = nx + k + job
+    val[:, 2] = 1.0
+    if with_need:
+        idx[:, 3] = nx + k + n + job
+        val[:, 3] = -T.ravel()
+    return val.ravel(), idx.ravel(), np.arange(0, per * nx + 1, per, dtype=np.int64)
+
+
+def constraint_matrix(T: FloatArray, sf: FloatArray, with_need: bool) -> sp.csc_matrix:
+    """:func:`constraint_arrays`' matrix stacked from blocks with scipy (the reference)."""
+    n, k = T.shape
+    nx = n * k
     blocks = [
         -sp.identity(nx, format="csc"),
         sp.kron(sf.reshape(1, n), sp.identity(k), format="csc"),  # GPUs per type
         sp.kron(sp.identity(n), np.ones((1, k)), format="csc"),  # time per job
     ]
-    h = [np.zeros(nx), capacity, np.ones(n)]
-    if need is not None:
+    if with_need:
         rows = (np.repeat(np.arange(n), k), np.arange(nx))
         blocks.append(-sp.csc_matrix((T.ravel(), rows), shape=(n, nx)))
-        h.append(-need)
     G = sp.vstack(blocks, format="csc")
     G.sort_indices()
-    csc = (G.data, G.indices.astype(np.int64), G.indptr.astype(np.int64))
-    sol = _solve(np.asarray(cost, dtype=np.float64), csc, G.shape[0], np.concatenate(h))
-    if int(sol["info"]["exitFlag"]) != 0:
-        return None
-    out: FloatArray = np.clip(np.asarray(sol["x"], dtype=np.float64).reshape(n, k), 0.0, 1.0)
-    return out
+    return G
 
 
 def gavel_makespan(

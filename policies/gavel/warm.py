@@ -38,16 +38,8 @@ class WarmMaxMin:
         self.primal = primal
         n, nx = U.shape
         self.n, self.nx, self.nb = n, nx, A_base.shape[0]
-        scale = float(abs(U).max()) if U.nnz else 1.0
-        self.scale = scale if scale > 0 else 1.0
-        Us = (U / self.scale).tocsr()
+        self.scale, A = stacked(U, A_base, demand)
         d = np.asarray(demand, dtype=np.float64).reshape(n, 1)
-        A = sp.vstack(
-            [
-                sp.hstack([A_base, sp.csr_matrix((self.nb, 1))]),
-                sp.hstack([-Us, sp.csr_matrix(d)]),
-            ]
-        ).tocsc()
         nrow, ncol = A.shape
         self.h: Any = new_highs()
         lp = highspy.HighsLp()
@@ -101,3 +93,52 @@ class WarmMaxMin:
         col = np.asarray(sol.col_value, dtype=np.float64)
         duals = -np.asarray(sol.row_dual, dtype=np.float64)[self.nb :]
         return col[: self.nx], float(col[-1]) * self.scale, duals
+
+
+def stacked(
+    U: sp.csr_matrix, A_base: sp.csr_matrix, demand: FloatArray
+) -> tuple[float, sp.csc_matrix]:
+    """(scale, ``[[A_base, 0], [-U / scale, demand]]`` in CSC): the model's matrix.
+
+    Written as one CSR (``A_base``'s rows, then each job's utility row with its demand
+    entry appended in the last column where non-zero) and converted once: the same
+    arrays, bit for bit, as stacking the blocks with scipy's ``hstack``/``vstack``
+    (:func:`stacked_reference`, ``tests/unit/test_warm_stack.py``), at a quarter of the
+    cost, which finish-time fairness pays at every solve of a replay.
+    """
+    U, A_base = U.tocsr(), A_base.tocsr()
+    n, nx = U.shape
+    nb = A_base.shape[0]
+    scale = float(np.abs(U.data).max()) if U.nnz else 1.0  # abs(U).max(), zeros aside
+    scale = scale if scale > 0 else 1.0
+    d = np.asarray(demand, dtype=np.float64).ravel()
+    has = d != 0  # scipy drops a dense zero
+    lens = np.diff(U.indptr)
+    indptr = np.concatenate([A_base.indptr, A_base.indptr[-1] + np.cumsum(lens + has)])
+    data = np.empty(int(indptr[-1]))
+    indices = np.empty(int(indptr[-1]), dtype=np.int64)
+    data[: A_base.nnz] = A_base.data
+    indices[: A_base.nnz] = A_base.indices
+    pos = np.repeat(indptr[nb:-1] - U.indptr[:-1], lens) + np.arange(U.nnz)
+    data[pos] = -(U.data * (1.0 / scale))  # scipy divides by a scalar as this product
+    indices[pos] = U.indices
+    last = indptr[nb + 1 :][has] - 1
+    data[last] = d[has]
+    indices[last] = nx
+    return scale, sp.csr_matrix((data, indices, indptr), shape=(nb + n, nx + 1)).tocsc()
+
+
+def stacked_reference(
+    U: sp.csr_matrix, A_base: sp.csr_matrix, demand: FloatArray
+) -> tuple[float, sp.csc_matrix]:
+    """:func:`stacked` through scipy's block stacking (what the model was built from)."""
+    n = U.shape[0]
+    nb = A_base.shape[0]
+    scale = float(abs(U).max()) if U.nnz else 1.0
+    scale = scale if scale > 0 else 1.0
+    Us = (U / scale).tocsr()
+    d = np.asarray(demand, dtype=np.float64).reshape(n, 1)
+    A = sp.vstack(
+        [sp.hstack([A_base, sp.csr_matrix((nb, 1))]), sp.hstack([-Us, sp.csr_matrix(d)])]
+    ).tocsc()
+    return scale, A
