@@ -7,35 +7,32 @@ time are always delivered in the order they were scheduled.
 from __future__ import annotations
 
 import heapq
-from dataclasses import dataclass, field
 
 from lyra_ray.model import Event
 
 
-@dataclass(order=True, slots=True)
-class _Entry:
-    time: float
-    seq: int
-    event: Event = field(compare=False)
-
-
 class EventQueue:
+    """Entries are ``(time, seq, event)`` tuples: the heap compares them natively (a
+    dataclass ordering would run a Python ``__lt__`` per comparison), and ``seq`` is
+    unique, so ``event`` itself is never compared."""
+
     def __init__(self) -> None:
-        self._heap: list[_Entry] = []
+        self._heap: list[tuple[float, int, Event]] = []
         self._seq = 0
 
     def push(self, time: float, event: Event) -> None:
-        heapq.heappush(self._heap, _Entry(time, self._seq, event))
+        heapq.heappush(self._heap, (time, self._seq, event))
         self._seq += 1
 
     def peek_time(self) -> float | None:
-        return self._heap[0].time if self._heap else None
+        return self._heap[0][0] if self._heap else None
 
     def pop_until(self, time: float) -> list[Event]:
         """All events at or before ``time``, in order."""
         out = []
-        while self._heap and self._heap[0].time <= time:
-            out.append(heapq.heappop(self._heap).event)
+        heap = self._heap
+        while heap and heap[0][0] <= time:
+            out.append(heapq.heappop(heap)[2])
         return out
 
     def __len__(self) -> int:

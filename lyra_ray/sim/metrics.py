@@ -29,6 +29,25 @@ class Sample:
     running: int
 
 
+def _training_only(core: SchedulerCore) -> tuple[int, int, int, int] | None:
+    """(busy training GPUs, 0, queued, running) in one walk over the live jobs, for a
+    cluster without inference nodes; ``None`` where a space-sharing pair runs (its GPUs
+    count once: :meth:`CoreState.busy_gpus` knows how). Same integers as the general
+    path, which builds a per-node dict and copies the job list at every sample."""
+    busy = queued = running = 0
+    for j in core.state.active_jobs():
+        a = j.current
+        if a is None:
+            queued += 1
+            continue
+        if a.partner is not None:
+            return None
+        running += 1
+        for _, g in a.nodes:
+            busy += g
+    return busy, 0, queued, running
+
+
 @dataclass
 class Recorder:
     training_gpus: int
@@ -45,12 +64,16 @@ class Recorder:
             for name, n in action_counts(actions).items():
                 self.counters[name] += n
         nodes, inference_ids = core.nodes_info()
-        busy = core.busy_gpus()
-        busy_l = sum(g for n, g in busy.items() if n in inference_ids)
-        busy_t = sum(busy.values()) - busy_l
-        active = core.active()
-        queued = sum(1 for j in active if j.current is None)
-        running = len(active) - queued
+        counts = None if inference_ids else _training_only(core)
+        if counts is not None:
+            busy_t, busy_l, queued, running = counts
+        else:
+            busy = core.busy_gpus()
+            busy_l = sum(g for n, g in busy.items() if n in inference_ids)
+            busy_t = sum(busy.values()) - busy_l
+            active = core.active()
+            queued = sum(1 for j in active if j.current is None)
+            running = len(active) - queued
         if self._nodes is not nodes:  # node-derived totals, recomputed when nodes change
             inf = [n.num_gpus for n in nodes if n.pool == "inference"]
             self._nodes, self._inference, self._server = nodes, sum(inf), max(inf, default=0)

@@ -90,7 +90,7 @@ def isolated_allocation(sf: FloatArray, capacity: FloatArray, feasible: bool = F
     n = sf.shape[0]
     if n == 0:
         return np.zeros((0, capacity.shape[0]))
-    x = np.tile(capacity / n, (n, 1)) / sf[:, None]
+    x: FloatArray = (capacity / n)[None, :] / sf[:, None]  # np.tile rows, broadcast: same values
     top = float(x.sum(axis=1).max())
     if feasible:
         return x / top if top > 1 else x
