@@ -131,6 +131,12 @@ TABLES: tuple[Table, ...] = (
         "benchmarks._chaos_table:render",
     ),
     Table(
+        "scale-cycle",
+        "docs/reliability.md",
+        "benchmarks/results/scale.json",
+        "benchmarks._scale_table:render",
+    ),
+    Table(
         "planner-fit",
         "docs/planner.md",
         "benchmarks/results/planner_fit.json",
