@@ -233,6 +233,12 @@ TABLES: tuple[Table, ...] = (
         "benchmarks._docs_renders:live_overhead",
     ),
     Table(
+        "sim-speed",
+        "docs/gavel.md",
+        "benchmarks/results/sim_speed.json",
+        "benchmarks.sim_speed:render",
+    ),
+    Table(
         "sim-speed-interpreters",
         "docs/gavel.md",
         "benchmarks/results/sim_speed_interpreters.json",

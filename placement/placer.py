@@ -111,10 +111,13 @@ class ConsolidatingPlacer:
 
         # Riders (the smaller job of a space-sharing pair) reuse their partner's GPUs.
         riders: set[JobId] = set()
+        paired = False  # no partner placed: the last pass would have nothing to do
         for j, a in desired.items():
             p = a.partner
-            if p is not None and p in desired and (desired[p].workers, p) > (a.workers, j):
-                riders.add(j)
+            if p is not None:
+                paired = True
+                if p in desired and (desired[p].workers, p) > (a.workers, j):
+                    riders.add(j)
         leaders = [j for j in desired if j not in riders] if riders else list(desired)
 
         # 1. Keep what still fits where it runs; grow or shrink in place.
@@ -201,6 +204,7 @@ class ConsolidatingPlacer:
                     for n, g in prev.nodes:
                         free[n] -= g
                     placed[j] = prev
+                    paired = paired or prev.partner is not None  # its old partner, maybe
                 else:
                     del placed[j]
                 continue
@@ -237,9 +241,10 @@ class ConsolidatingPlacer:
                 need -= take
             placed[j] = Assignment(want.gpu_type, want.workers, tuple(out), want.partner)
         # A leader whose rider did not fit runs alone rather than with a phantom partner.
-        for j, a in list(placed.items()):
-            if a.partner is not None and a.partner not in placed:
-                placed[j] = Assignment(a.gpu_type, a.workers, a.nodes, None)
+        if paired:
+            for j, a in list(placed.items()):
+                if a.partner is not None and a.partner not in placed:
+                    placed[j] = Assignment(a.gpu_type, a.workers, a.nodes, None)
         return placed
 
     @classmethod
