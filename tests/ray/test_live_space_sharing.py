@@ -18,8 +18,6 @@ not depend on how long the restarts take).
 
 from __future__ import annotations
 
-import json
-import sqlite3
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -27,6 +25,7 @@ from typing import Any
 
 import pytest
 
+from lyra_ray.runtime.store import StateStore
 from tests.ray.conftest import LiveCluster, start_cluster, stop_cluster
 from tests.ray.live_helpers import (
     assert_every_step_once,
@@ -59,13 +58,15 @@ def client(live: LiveCluster) -> Any:
 
 
 def _learnt_pairs(live: LiveCluster) -> dict[tuple[str, str], float]:
-    """The pair rates the scheduler saved with its state (read-only, beside it)."""
-    db = sqlite3.connect(f"file:{live.workdir / 'state' / 'lyra.sqlite'}?mode=ro", uri=True)
+    """The pair rates the scheduler saved with its state, read beside it through the
+    store's own reader (the layout on disk is the store's: whole or incremental)."""
+    store = StateStore(live.workdir / "state")
     try:
-        (raw,) = db.execute("SELECT value FROM kv WHERE key = 'state'").fetchone()
+        state = store.load()
     finally:
-        db.close()
-    rows = json.loads(raw)["core"]["throughputs"].get("pairs", [])
+        store.close()
+    assert state is not None, "the scheduler committed no state"
+    rows = state["core"]["throughputs"].get("pairs", [])
     return {(a, b): float(v) for a, b, _g, v in rows}
 
 
