@@ -16,6 +16,8 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
+from tests.unit.test_purity import PURE_PACKAGES
+
 ROOT = Path(__file__).resolve().parents[2]
 FOLDERS = {
     "lyra_ray": "lyra_ray",
@@ -212,16 +214,7 @@ def test_the_model_imports_nothing_of_ours_above_it() -> None:
     assert reach_ups(import_graph()) == []
 
 
-PURE_ROOMS = [
-    "lyra_ray.model",
-    "lyra_ray.scheduling",
-    "lyra_ray.sim",
-    "lyra_ray.telemetry",
-    "lyra_ray.network",
-    "lyra_ray.parallelism",
-    "lyra_ray.policies",
-    "lyra_ray.placement",
-]
+PURE_ROOMS = PURE_PACKAGES
 """The pure packages (the Makefile's PURE): they read no file but their own package's data."""
 _FINDERS = {"find_spec", "find_module", "files", "as_file", "open_text", "read_text", "path"}
 """importlib(.util, .resources) calls that locate a file through another package's name."""
