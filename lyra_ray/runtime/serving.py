@@ -30,9 +30,9 @@ from ray import serve
 
 from lyra_ray import model as m
 from lyra_ray.model.errors import InputError
+from lyra_ray.runtime.pool_demand import PoolDemand
 from lyra_ray.serving import apps
 from lyra_ray.serving.capacity import check_fits, replicas_on
-from lyra_ray.serving.demand import DemandConfig, DemandEstimator
 from lyra_ray.serving.spec import ServiceSpec, parse_service_spec
 
 log = logging.getLogger(__name__)
@@ -63,21 +63,17 @@ class ServingPool:
         self.node_held = node_held
         self.http_host, self.http_port = http_host, http_port
         self.services: dict[str, ServiceSpec] = {}
-        self.estimators: dict[str, DemandEstimator] = {}
+        self.demand = PoolDemand()
         self.nodes: dict[str, m.Node] = {}
         """The inference servers, as the inventory reports them."""
         self.state: dict[str, str] = {}
         self.deleting: set[str] = set()
         """Draining servers whose backend apps are being deleted."""
-        self.demand: int | None = None
-        self.demand_rise_at: float | None = None
         self.reclaim_started: dict[str, float] = {}
         self.reclaims: list[dict[str, Any]] = []
         """Per finished reclaim: the server, its latency from the demand rise, and from
         the Reclaim action."""
         self.lends: list[dict[str, Any]] = []
-        self.last_stats: dict[str, dict[str, Any]] = {}
-        """Per service, its ingress's latest counters (what the metrics export)."""
         self._serve_started = False
         self._reroute = False
         """An ingress could not be told its servers (still starting): retry next poll."""
@@ -87,9 +83,8 @@ class ServingPool:
     def to_state(self) -> dict[str, Any]:
         return {
             "services": {k: s.to_dict() for k, s in sorted(self.services.items())},
-            "estimators": {k: e.to_state() for k, e in sorted(self.estimators.items())},
+            **self.demand.to_state(),
             "state": dict(sorted(self.state.items())),
-            "demand": self.demand,
             "reclaims": self.reclaims[-1000:],
             "lends": self.lends[-1000:],
         }
@@ -97,10 +92,10 @@ class ServingPool:
     def load_state(self, saved: Mapping[str, Any]) -> None:
         self.services = {k: parse_service_spec(v) for k, v in saved.get("services", {}).items()}
         self.state = dict(saved.get("state", {}))
-        self.demand = saved.get("demand")
+        self.demand.load_state(saved)
         self.reclaims = list(saved.get("reclaims", []))
         self.lends = list(saved.get("lends", []))
-        self._estimators_from(saved.get("estimators", {}))
+        self._resize_demand(saved.get("estimators", {}))
         if self.services:
             self._start_serve()
 
@@ -124,7 +119,7 @@ class ServingPool:
                 self.state.pop(e.node_id, None)
                 self._route()
         if changed and self.services:
-            self._estimators_from({k: e.to_state() for k, e in self.estimators.items()})
+            self._resize_demand()
 
     def node_ready(self, node: str) -> bool:
         """Whether training may use ``node``: a training server, or a lent one whose
@@ -142,9 +137,7 @@ class ServingPool:
         self._start_serve()
         self.services[spec.name] = spec
         serving = sum(1 for st in self.state.values() if st in (SERVING, RECLAIMING))
-        self._estimators_from(
-            {k: e.to_state() for k, e in self.estimators.items()}, {spec.name: serving}
-        )
+        self._resize_demand(start={spec.name: serving})
         for node, st in sorted(self.state.items()):
             if st == SERVING:  # lent and draining servers get it when they come back
                 self._deploy_backend(spec, node)
@@ -156,7 +149,7 @@ class ServingPool:
         spec = self.services.pop(name, None)
         if spec is None:
             raise InputError(f"field 'service': unknown service {name!r}")
-        self.estimators.pop(name, None)
+        self.demand.forget(name)
         serve.delete(apps.ingress_app_name(name), _blocking=False)
         for node in self.state:
             serve.delete(apps.backend_app_name(name, node), _blocking=False)
@@ -209,36 +202,18 @@ class ServingPool:
                 return
         self._reroute = False
 
-    def _estimators_from(
-        self, saved: Mapping[str, Any], start: Mapping[str, int] | None = None
+    def _resize_demand(
+        self, saved: Mapping[str, Any] | None = None, start: Mapping[str, int] | None = None
     ) -> None:
-        """One estimator per service, sized to the current pool (resumed where saved).
-
-        A new service starts at ``start`` servers (those serving when it is deployed),
-        within its bounds: nothing is lent or reclaimed on a guess before its load is
-        seen, except what its floor of ``min_servers`` requires.
-        """
-        servers = max(1, len(self.nodes))
-        out: dict[str, DemandEstimator] = {}
-        for name, spec in self.services.items():
-            per = min((self._replicas(spec, n) for n in self.nodes.values()), default=1)
-            cfg = DemandConfig(
-                target_ongoing_per_replica=spec.target_ongoing_per_replica,
-                replicas_per_server=per,
-                smoothing_s=spec.smoothing_s,
-                up_after_s=spec.up_after_s,
-                down_after_s=spec.down_after_s,
-                min_servers=min(spec.min_servers, servers),
-                max_servers=servers,
-            )
-            st = saved.get(name)
-            if st is not None:
-                out[name] = DemandEstimator.from_state(cfg, st)
-            else:
-                first = (start or {}).get(name, cfg.max_servers)
-                level = min(cfg.max_servers, max(cfg.min_servers, first))
-                out[name] = DemandEstimator(cfg, initial_servers=level)
-        self.estimators = out
+        """The demand side sized to the services and servers now (see
+        :meth:`PoolDemand.resize`): a service's replicas per server on its smallest one."""
+        self.demand.resize(
+            self.services,
+            len(self.nodes),
+            lambda spec: min((self._replicas(spec, n) for n in self.nodes.values()), default=1),
+            saved,
+            start,
+        )
 
     # ------------------------------------------------------------------ actions
 
@@ -298,7 +273,7 @@ class ServingPool:
                 self._drain_step(node, status)
             elif st == RECLAIMING:
                 self._reclaim_step(node, status, now)
-        return self._demand(now)
+        return self.demand.sample(now, self._stats)
 
     def _drain_step(self, node: str, status: Mapping[str, Any]) -> None:
         names = [apps.backend_app_name(s, node) for s in self.services]
@@ -330,7 +305,7 @@ class ServingPool:
         self.state[node] = SERVING
         self._route()
         began = self.reclaim_started.pop(node, now)
-        rise = self.demand_rise_at if self.demand_rise_at is not None else began
+        rise = self.demand.rise_at if self.demand.rise_at is not None else began
         self.reclaims.append(
             {
                 "node": node,
@@ -340,29 +315,15 @@ class ServingPool:
             }
         )
         if not any(st == RECLAIMING for st in self.state.values()):
-            self.demand_rise_at = None
+            self.demand.rise_at = None
         log.info("server %s serving again (%.1f s after the demand rose)", node[:12], now - rise)
 
-    def _demand(self, now: float) -> list[m.Event]:
-        if not self.services:
-            level = 0
-        else:
-            level = 0
-            for name, est in self.estimators.items():
-                try:
-                    st = _result(self._ingress(name).stats.remote())
-                except Exception:
-                    st = None  # ingress still starting: keep the level it had
-                if st is not None:
-                    self.last_stats[name] = dict(st)
-                    est.update(now, float(st["ongoing_avg"]), None)
-                level = max(level, est.level)
-        if level == self.demand:
-            return []
-        if self.demand is not None and level > self.demand and self.demand_rise_at is None:
-            self.demand_rise_at = now
-        self.demand = level
-        return [m.ServingDemand(level)]
+    def _stats(self, name: str) -> Mapping[str, Any] | None:
+        """A service's ingress counters, None while the ingress still starts."""
+        try:
+            return dict(_result(self._ingress(name).stats.remote()))
+        except Exception:
+            return None
 
     # ------------------------------------------------------------------ status
 
@@ -379,7 +340,9 @@ class ServingPool:
             "servers": self.state,
             "reclaims": self.reclaims,
             "stats": [
-                {"name": k, **v} for k, v in sorted(self.last_stats.items()) if k in self.services
+                {"name": k, **v}
+                for k, v in sorted(self.demand.last_stats.items())
+                if k in self.services
             ],
         }
 
@@ -403,12 +366,12 @@ class ServingPool:
                     "url": self.url(name),
                     "replicas": replicas,
                     "ready": ready,
-                    "demand_servers": self.estimators[name].level if name in self.estimators else 0,
+                    "demand_servers": self.demand.of(name),
                     **({"plan": self._plan(name)} if spec.model == "moe" else {}),
                 }
             )
         return {
-            "demand_servers": self.demand or 0,
+            "demand_servers": self.demand.level or 0,
             "services": services,
             "servers": dict(sorted(self.state.items())),
             "reclaims": self.reclaims[-50:],
