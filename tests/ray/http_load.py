@@ -28,6 +28,8 @@ class HttpLoad:
         self.url = check_loopback_url(url)
         self.timeout_s = timeout_s
         self.rate = 0.0
+        self.body: dict[str, Any] = {}
+        """What every request sends (the MoE drift test sets a topic mix here)."""
         self.sent = 0
         self.ok = 0
         self.failures: Counter[str] = Counter()
@@ -71,7 +73,7 @@ class HttpLoad:
 
     async def _post(self, session: aiohttp.ClientSession, t0: float, last: bool = False) -> None:
         try:
-            async with session.post(self.url, json={}) as resp:
+            async with session.post(self.url, json=self.body) as resp:
                 body = await resp.json(content_type=None)
                 if resp.status == 200:
                     self.ok += 1
