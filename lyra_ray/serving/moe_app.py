@@ -9,12 +9,16 @@ experts the plan gives it. The ingress (:class:`MoEServiceIngress`) runs embeddi
 attention and gating, and plans with Lina's planner over the devices of the servers that
 serve (:mod:`lyra_ray.serving.moe_plan`): lending a server lowers the replica budget and
 re-plans onto the devices left; a reclaim re-plans with the server back; in between,
-phase 2 re-plans the layers whose actual routing drifted from the plan.
+phase 2 re-plans the layers whose actual routing drifted from the plan, on the ingress's
+own clock (every ``replan_s``), behind a hysteresis gate (:mod:`lyra_ray.serving.moe_drift`).
+A spec with ``uniform: 1`` keeps every expert at the same number of replicas (the baseline
+Lina is measured against) and never re-plans on drift.
 
 A device stands for a GPU running its experts: each call takes, inside the device lock, the
 H200 expert-time model of the tokens it carries (``lyra_ray.moe_serving.expert_time``: a roofline
-with a launch floor) for the service's expert shape (``dim`` x ``hidden``), slept out on
-the CPU-only hosts here after the real (small) expert runs. A spec that sets ``service_ms``
+with a launch floor) for the expert shape ``cost_dim`` x ``cost_hidden`` (the model's own
+``dim`` x ``hidden`` unless set), slept out on the CPU-only hosts here after the real
+(small) expert runs. A spec that sets ``service_ms``
 gets that constant per call instead (:func:`call_seconds`).
 
 A plan switch drops no request: a request keeps the routing table it started with to
@@ -37,8 +41,10 @@ from ray import serve
 from lyra_ray.contract.labels import NODE_ID_LABEL
 from lyra_ray.moe_serving.expert_time import ExpertCost
 from lyra_ray.serving.meter import RequestMeter
+from lyra_ray.serving.moe_drift import DriftGate
 from lyra_ray.serving.moe_metrics import ExpertMetrics
 from lyra_ray.serving.moe_plan import Device, RoutingTable, devices_of, plan_devices
+from lyra_ray.serving.moe_request import check_tokens, check_topics
 from lyra_ray.serving.spec import moe_knobs
 
 log = logging.getLogger(__name__)
@@ -145,8 +151,13 @@ class MoEServiceIngress:
         )
         self.slots = int(k["slots"])
         self.batch, self.seq = int(k["batch"]), int(k["seq"])
-        self.replan_s, self.threshold = float(k["replan_s"]), float(k["threshold"])
-        self.borrow = bool(k["borrow"])
+        self.replan_s = float(k["replan_s"])
+        self.uniform = bool(k["uniform"])
+        self.borrow = bool(k["borrow"]) and not self.uniform
+        self.drift = DriftGate(
+            float(k["threshold"]), float(k["replan_gain"]), int(k["replan_checks"])
+        )
+        self.checks: list[dict[str, Any]] = []
         self.model = MoEModel(self.cfg)
         # concurrent requests interleave on one thread: grad mode must not matter
         self.model.requires_grad_(False)
@@ -209,19 +220,18 @@ class MoEServiceIngress:
     def plan(self) -> dict[str, Any]:
         """The plan in use and the re-plans so far (newest last)."""
         now = self.table.summary() if self.table else {}
-        return {**now, "replans": self.history[-50:]}
+        return {**now, "replans": self.history[-50:], "checks": self.checks[-50:]}
 
     # ---------------------------------------------------------------- planning
 
-    async def _replan(self, reason: str, actual: Any = None) -> None:
+    async def _replan(self, reason: str, drifted: Any = None) -> None:
         """Plan, load the devices, then switch tables.
 
-        Without ``actual``: Lina's phase 1 onto the devices of ``self.servers``, for the
-        load seen lately (phase 1's estimate before any). With ``actual``: phase 2 on the
-        same devices, re-planning only the layers whose shares left the plan's.
+        Without ``drifted``: Lina's phase 1 onto the devices of ``self.servers``, for the
+        load seen lately (phase 1's estimate before any; even loads when ``uniform``).
+        ``drifted``: phase 2's placement, used if the devices are still the ones it was
+        made for (a lend or reclaim in between re-plans from the load instead).
         """
-        from lyra_ray.moe_serving.planner import replan
-
         if self._plan_lock is None:
             self._plan_lock = asyncio.Lock()
         async with self._plan_lock:
@@ -229,12 +239,11 @@ class MoEServiceIngress:
             devices = devices_of(servers)
             if not devices:
                 return
-            if actual is not None and self.table is not None and devices == self.table.devices:
-                placement, layers = replan(self.table.placement, actual, self.threshold)
-                if not layers:
-                    return
+            if drifted is not None and self.table is not None and devices == self.table.devices:
+                placement = drifted
             else:
                 load = self.recent if self.recent.sum() > 0 else self.estimate
+                load = np.ones_like(load) if self.uniform else load
                 placement = plan_devices(load, len(devices), self.slots)
             table = RoutingTable(devices, placement)
             await self._load(table)
@@ -264,15 +273,22 @@ class MoEServiceIngress:
         return self._handles[key]
 
     async def _phase2_loop(self) -> None:
-        """Lina's phase 2: re-plan the layers whose actual routing left the plan behind."""
+        """Lina's phase 2 on the ingress's clock: every ``replan_s``, judge the window's
+        routing against the plan in use (:class:`DriftGate`) and re-plan if it says so."""
         while True:
             await asyncio.sleep(self.replan_s)
             actual, self.window = self.window, np.zeros_like(self.window)
             self.recent *= 0.5
-            if self.table is None or actual.sum() == 0:
+            tab = self.table
+            if tab is None or actual.sum() == 0 or self.uniform:
+                continue
+            check, drifted = self.drift.check(tab.placement, actual)
+            self.checks.append({"at": time.time(), **check.__dict__, "layers": list(check.layers)})
+            if drifted is None:
                 continue
             try:
-                await self._replan("phase 2: routing drifted", actual)
+                reason = f"phase 2: routing drifted (check {check.check}, gain {check.gain:.2f})"
+                await self._replan(reason, drifted)
             except Exception:  # a device restarting: the next round tries again
                 log.warning("%s: phase-2 re-plan failed", self.service, exc_info=True)
 
@@ -328,13 +344,18 @@ class MoEServiceIngress:
         return self.torch.from_numpy(np.concatenate(outs))
 
     def _tokens(self, body: Any) -> Any:
-        """The request's token ids [B, T]; a body without ``tokens`` gets a sampled batch
-        (its topic mix drawn per request), which is what load tests send."""
+        """The request's token ids [B, T]; a body without ``tokens`` gets a sampled batch,
+        its topic mix the body's ``topics`` or drawn per request (what load tests send)."""
         from lyra_ray.moe_serving.workload import sample_batch
 
-        raw = body.get("tokens") if isinstance(body, dict) else None
+        body = body if isinstance(body, dict) else {}
+        raw = body.get("tokens")
         if raw is None:
-            mix = self.rng.dirichlet(np.full(self.cfg.topics, 0.5))
+            topics = body.get("topics")
+            if topics is not None:
+                mix = check_topics(topics, self.cfg.topics)
+            else:
+                mix = self.rng.dirichlet(np.full(self.cfg.topics, 0.5))
             return sample_batch(self.cfg, self.rng, self.batch, self.seq, mix).numpy()
         return check_tokens(raw, self.cfg.vocab)
 
@@ -358,25 +379,10 @@ class MoEServiceIngress:
         return {"outputs": out[:, -1, :].tolist(), "servers": sorted(n[:12] for n in nodes)}
 
 
-def check_tokens(raw: Any, vocab: int) -> Any:
-    """A rectangular [B, T] array of token ids in [0, vocab); ValueError names the field."""
-    ok = isinstance(raw, list) and 0 < len(raw) <= 256
-    ok = ok and all(isinstance(r, list) and 0 < len(r) <= 512 for r in raw)
-    if not ok or len({len(r) for r in raw}) != 1:
-        raise ValueError("field 'tokens': expected 1-256 rows of 1-512 token ids, all as long")
-    if not all(isinstance(t, int) and not isinstance(t, bool) for r in raw for t in r):
-        raise ValueError("field 'tokens': token ids must be integers")
-    arr = np.asarray(raw, dtype=np.int64)
-    if arr.min() < 0 or arr.max() >= vocab:
-        raise ValueError(f"field 'tokens': token ids must be in [0, {vocab})")
-    return arr
-
-
 def moe_backend(node_id: str, gpus: int, config: dict[str, Any]) -> Any:
     """The bound backend application of a MoE service on one server: one device per GPU."""
-    service_ms = device_service_ms(config)
-    knobs = moe_knobs(config)
-    expert = (int(knobs["dim"]), int(knobs["hidden"]))
+    service_ms, k = device_service_ms(config), moe_knobs(config)
+    expert = (int(k.get("cost_dim", k["dim"])), int(k.get("cost_hidden", k["hidden"])))
     opts = {"num_gpus": 1, "num_cpus": 0, "label_selector": {NODE_ID_LABEL: node_id}}
 
     def device(k: int) -> Any:

@@ -95,12 +95,22 @@ KNOBS: dict[str, dict[str, tuple[type, float, float]]] = {
         "service_ms": (float, 0, 60_000),
         "replan_s": (float, 0, 86_400),
         "threshold": (float, 0, 2),
+        "replan_gain": (float, 0, 10),
+        "replan_checks": (int, 1, 100),
         "borrow": (int, 0, 1),
+        "uniform": (int, 0, 1),
+        "cost_dim": (int, 2, 65_536),
+        "cost_hidden": (int, 1, 262_144),
     },
 }
 """Per model, each knob's type and inclusive range. ``moe``: ``slots`` is how many expert
 replicas of each layer one GPU holds (Lina's device slots); ``replan_s`` is how often
-phase 2 re-plans from the routing actually seen (0: only when servers change)."""
+phase 2 re-plans from the routing actually seen (0: only when servers change), once the
+layers whose shares moved past ``threshold`` would lower the busiest replica's tokens by
+more than ``replan_gain`` at ``replan_checks`` checks in a row (``serving/moe_drift.py``);
+``uniform: 1`` gives every expert the same replicas (the baseline); ``cost_dim`` x
+``cost_hidden`` is the expert shape whose H200 time a device call takes (default the
+model's ``dim`` x ``hidden``)."""
 
 
 def _finite(v: float) -> bool:
@@ -154,7 +164,10 @@ MOE_DEFAULTS: dict[str, float] = {
     "service_ms": 2.0,
     "replan_s": 30.0,
     "threshold": 0.2,
+    "replan_gain": 0.1,
+    "replan_checks": 2,
     "borrow": 1,
+    "uniform": 0,
 }
 """The MoE service's knobs when the spec leaves them out: a small model whose experts'
 popularity is skewed (Zipf), so Lina's replica counts differ from expert to expert."""
