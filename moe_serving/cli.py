@@ -1,10 +1,10 @@
-"""`lyra moe {plan,serve}` — registered into the lead's `lyra` CLI via ``register``.
+"""`lyra moe plan` — registered into the `lyra` CLI by ``lyra_ray.cli.moe_serve``, which adds
+`lyra moe serve` (the lyra-owned MoE service; it needs the scheduler, which this package
+must not import).
 
 Standalone too:
 ``python -m lyra_ray.moe_serving.cli moe plan --load FILE --gpus 32 --replicas 288``.
 Bad input exits with code 2 and a message naming the file or flag, never a traceback.
-The serving benchmark is a script, benchmarks/moe_serving.py: measurement code stays out of
-the package.
 """
 
 from __future__ import annotations
@@ -65,28 +65,9 @@ def cmd_plan(args: argparse.Namespace) -> int:
     return 0
 
 
-def cmd_serve(args: argparse.Namespace) -> int:
-    """Deploy the MoE app on a private local cluster, send traffic, re-plan periodically."""
-    from lyra_ray.moe_serving.cli_serve import serve_main
-
-    rc: int = serve_main(args)
-    return rc
-
-
-def add_model_args(p: argparse.ArgumentParser) -> None:
-    """The model flags of `lyra moe serve`, shared with benchmarks/moe_serving.py."""
-    p.add_argument("--layers", type=int, default=2, help="MoE layers")
-    p.add_argument("--experts", type=int, default=4, help="experts per layer")
-    p.add_argument("--replicas", type=int, default=8, help="replica budget per layer")
-    p.add_argument("--dim", type=int, default=256, help="model width")
-    p.add_argument("--hidden", type=int, default=1024, help="expert FFN width")
-    p.add_argument("--skew", type=float, default=1.5, help="Zipf exponent of the gate bias")
-    p.add_argument("--correlation", type=float, default=0.9, help="cross-layer gate correlation")
-    p.add_argument("--seed", type=int, default=0)
-
-
-def register(subparsers: Any) -> None:
-    """Add the `moe` subcommand (with `plan`, `serve`) to a subparsers object."""
+def register(subparsers: Any) -> Any:
+    """Add the `moe` subcommand (with `plan`) to a subparsers object; returns the `moe`
+    group's subparsers, to which ``lyra_ray.cli.moe_serve`` adds `serve`."""
     moe = subparsers.add_parser("moe", help="MoE serving with popularity-based expert replicas")
     sub = moe.add_subparsers(dest="moe_command", required=True)
 
@@ -103,18 +84,7 @@ def register(subparsers: Any) -> None:
     plan.add_argument("--json", default=None, help="write the report here")
     plan.set_defaults(func=cmd_plan)
 
-    serve = sub.add_parser("serve", help="deploy the MoE Serve app locally and keep re-planning")
-    add_model_args(serve)
-    serve.add_argument("--duration", type=float, default=60.0, help="seconds to serve")
-    serve.add_argument("--replan-every", type=float, default=10.0, help="seconds between re-plans")
-    serve.add_argument("--threshold", type=float, default=0.2, help="phase-2 deviation threshold")
-    serve.add_argument("--num-cpus", type=int, default=2)
-    serve.add_argument(
-        "--no-borrow",
-        action="store_true",
-        help="split each expert's tokens over its own replicas only (no per-request borrowing)",
-    )
-    serve.set_defaults(func=cmd_serve)
+    return sub
 
 
 def main(argv: list[str] | None = None) -> int:

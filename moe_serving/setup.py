@@ -1,13 +1,12 @@
-"""What a deployment of the MoE app is planned from: the model flags and the phase-1 plan.
+"""What the MoE service's first plan is made from: phase 1's profiled load estimate.
 
-WHY its own module: `lyra moe serve` and the serving benchmark (benchmarks/moe/) build the
-model and the first replica counts the same way, and the package must not import benchmark
-code. Only this shared part lives here; load runs, calibration and sweeps stay benchmarks.
+WHY its own module: the service's ingress (``lyra_ray/serving/moe_app.py``) estimates the
+coming traffic's loads before any request arrives, with the path estimator over a seeded
+profiling stream; this is plain torch and numpy, testable without a cluster.
 """
 
 from __future__ import annotations
 
-import argparse
 from dataclasses import dataclass
 
 import numpy as np
@@ -15,17 +14,15 @@ import numpy.typing as npt
 import torch
 
 from lyra_ray.moe_serving.model import MoEConfig, MoEModel
-from lyra_ray.moe_serving.planner import Placement, plan_lina
 from lyra_ray.moe_serving.popularity import PathEstimator, Routes
 from lyra_ray.moe_serving.workload import sample_batch
 
 
 @dataclass(frozen=True)
 class ServingSetup:
-    """The model, the replica budget per layer, and the shape of the requests phase 1 profiles."""
+    """The model and the shape of the requests phase 1 profiles."""
 
     cfg: MoEConfig
-    replicas: int = 16  # per layer
     batch: int = 16  # sequences per request
     seq: int = 16
     seed: int = 0
@@ -59,23 +56,3 @@ def phase1_load(model: MoEModel, setup: ServingSetup) -> npt.NDArray[np.float64]
     for t in request_stream(setup, 8, setup.seed + 200):
         load += est.estimate_all(routes_of(model, t))
     return load
-
-
-def phase1_plan(model: MoEModel, setup: ServingSetup) -> Placement:
-    """Phase 1: plan replica counts from the estimated loads."""
-    # each replica is one device (one slot): packing is trivial, counts are the plan
-    return plan_lina(phase1_load(model, setup), setup.replicas, setup.replicas, 1)
-
-
-def config_from_args(args: argparse.Namespace) -> MoEConfig:
-    """The model flags (``lyra_ray.moe_serving.cli.add_model_args``) as a config."""
-    return MoEConfig(
-        layers=args.layers,
-        experts=args.experts,
-        dim=args.dim,
-        hidden=args.hidden,
-        heads=4,
-        skew=args.skew,
-        correlation=args.correlation,
-        seed=args.seed,
-    )

@@ -27,7 +27,7 @@ _GROUPS = (
     "lyra_ray.cli.dashboard",
     "lyra_ray.cli.plan",
     "lyra_ray.cli.profile",
-    "lyra_ray.moe_serving.cli",
+    "lyra_ray.cli.moe_serve",
 )
 _ALONE = {"simulate": "lyra_ray.cli.sim"}
 """Commands whose group alone builds their parser. Importing every group costs ~0.1 s

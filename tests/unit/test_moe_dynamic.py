@@ -98,39 +98,6 @@ def test_borrowing_lifts_the_unloaded_tail_of_skewed_requests() -> None:
     assert r["borrow"]["p95"] > 1.5  # every request now spreads over all 8 replicas
 
 
-def test_sweep_summary_reports_borrowing_and_counts_only_side_by_side() -> None:
-    from benchmarks.moe.bench_sweep import summarise
-
-    def run(p95: float, only_p95: float) -> dict[str, object]:
-        ratios = {"p50_speedup": 1.7, "p95_speedup": p95, "throughput_ratio": 1.6}
-        only = {"p50_speedup": 1.6, "p95_speedup": only_p95, "throughput_ratio": 1.6}
-        unloaded = {"p50": 1.6, "p95": 1.3, "borrow": {"p50": 1.8, "p95": 1.9}}
-        ideal = {"tokens": {"overall": 2.0}, "unloaded_request": unloaded}
-        return {"calibrated": {**ratios, "lina_counts_only": only, "ideal": ideal}}
-
-    s = summarise([run(1.8, 1.5), run(1.9, 1.6), run(2.0, 1.4)], ["calibrated"])["calibrated"]
-    assert s["p95_speedup"]["min"] == 1.8 and s["p95_speedup"]["median"] == 1.9
-    assert s["counts_only_p95_speedup"]["values"] == [1.5, 1.6, 1.4]
-    assert s["ideal_request_p95_borrow"]["min"] == 1.9
-
-
-def test_sweep_result_is_marked_partial_until_every_seed_ran() -> None:
-    from benchmarks.moe.bench import BenchSetup
-    from benchmarks.moe.bench_sweep import seed_setups, sweep_result
-    from lyra_ray.moe_serving.model import MoEConfig
-
-    def run() -> dict[str, object]:
-        ratios = {"p50_speedup": 1.7, "p95_speedup": 1.8, "throughput_ratio": 1.6}
-        ideal = {"tokens": {"overall": 2.0}}
-        return {"calibrated": {**ratios, "lina_counts_only": ratios, "ideal": ideal}}
-
-    setups = seed_setups(BenchSetup(cfg=MoEConfig()), [0, 1, 2])
-    partial = sweep_result(setups, ["calibrated"], [run(), run()], 10.0)
-    assert partial["partial"] is True and partial["seeds"] == [0, 1, 2]
-    assert partial["summary"]["calibrated"]["p95_speedup"]["values"] == [1.8, 1.8]
-    assert sweep_result(setups, ["calibrated"], [run()] * 3, 20.0)["partial"] is False
-
-
 def test_bench_refuses_an_unwritable_json_path_before_it_starts(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
