@@ -27,6 +27,8 @@ PURE = [
     "lyra_ray.moe_serving.planner",
     "lyra_ray.moe_serving.dynamic",
     "lyra_ray.moe_serving.bottleneck",
+    "lyra_ray.moe_serving.route_estimator",
+    "lyra_ray.moe_serving.route_stream",
     # the profiler's measuring side runs where only torch is (a bare GPU machine)
     "lyra_ray.profiling.meter",
     "lyra_ray.profiling.plan",
