@@ -227,6 +227,12 @@ TABLES: tuple[Table, ...] = (
         "benchmarks._docs_renders:moe_expert_fit",
     ),
     Table(
+        "moe-path-estimation",
+        "docs/moe.md",
+        "benchmarks/results/moe_path_estimation.json",
+        "benchmarks.moe_path_estimation:render",
+    ),
+    Table(
         "live-overhead",
         "docs/observability.md",
         "benchmarks/results/live_overhead.json",
