@@ -148,7 +148,7 @@ def run_correlation(corr: float, batches: int, shift_at: int, seeds: list[int]) 
     """All seeds at ``corr``: per seed, and the mean over seeds of every number (``p95_vs_oracle``
     with its range over seeds)."""
     runs = [run_stream(corr, batches, shift_at, s) for s in seeds]
-    mean: dict[str, dict[str, float]] = {}
+    mean: dict[str, dict[str, Any]] = {}
     for m in METHODS:
         keys = runs[0]["methods"][m].keys()
         mean[m] = {k: float(np.mean([r["methods"][m][k] for r in runs])) for k in keys}
