@@ -208,6 +208,9 @@ def run(
             if not r["changed"] and n == 0 and cs
         ]
         cyc = sorted(r["cycle_s"] for r in rows)
+        # the paced collector's pauses between the measured cycles (not in ``cyc``)
+        pauses = sorted(s for _, s in loop.gc.pauses[warm:])
+        fulls = [s for g, s in loop.gc.pauses[warm:] if g == 2]
         out = {
             "policy": policy,
             "queued": queued,
@@ -220,6 +223,10 @@ def run(
             "cycle_max_ms": _ms(cyc[-1]),
             "step_p50_ms": _ms(statistics.median(r["step_s"] for r in rows)),
             "step_p99_ms": _ms(_p99(sorted(r["step_s"] for r in rows))),
+            "gc_between_p50_ms": _ms(statistics.median(pauses)) if pauses else None,
+            "gc_between_p99_ms": _ms(_p99(pauses)) if pauses else None,
+            "gc_full_count": len(fulls),
+            "gc_full_max_ms": _ms(max(fulls)) if fulls else None,
             "loadavg_1m": round(os.getloadavg()[0], 2),
             "active_jobs_end": len(core.state.active_jobs()),
             "running_end": sum(1 for j in core.state.active_jobs() if j.current is not None),

@@ -26,6 +26,7 @@ from lyra_ray.model.state import spec_from_dict
 from lyra_ray.runtime.archive import JobArchive, hand_out_terminal
 from lyra_ray.runtime.delta import Ledger
 from lyra_ray.runtime.faults import FaultHook
+from lyra_ray.runtime.gc_pacing import PacedGC
 from lyra_ray.runtime.metrics import SchedulerMetrics
 from lyra_ray.runtime.store import StateStore
 from lyra_ray.scheduling.core import SchedulerCore
@@ -175,6 +176,17 @@ class WallClock:
         self.wake.set()
 
 
+class _CollectingClock:
+    """A clock that lets the paced collector run before it waits for the next cycle."""
+
+    def __init__(self, clock: Clock, gc: PacedGC) -> None:
+        self.clock, self.gc = clock, gc
+
+    def next(self, wakeup: float | None) -> float | None:
+        self.gc.between()
+        return self.clock.next(wakeup)
+
+
 class LiveCycle:
     """The live loop's parts, wired: sources, sinks, store and observers."""
 
@@ -192,6 +204,8 @@ class LiveCycle:
         """The serving pool first: a lent server starts draining before a run bound for
         it is queued, a reclaimed one is marked before its runs are stopped."""
         self.observers = tuple(observers)
+        self.gc = PacedGC()
+        """The collector runs between cycles, not inside them (see :mod:`.gc_pacing`)."""
 
     def run(
         self,
@@ -201,6 +215,15 @@ class LiveCycle:
     ) -> int:
         """Cycles until ``clock`` ends them; ``on_error`` hears a failed cycle (live: the
         loop goes on)."""
+        with self.gc:
+            return self._loop(_CollectingClock(clock, self.gc), guard, on_error)
+
+    def _loop(
+        self,
+        clock: Clock,
+        guard: threading.RLock | None,
+        on_error: Callable[[Exception], None] | None,
+    ) -> int:
         return loop(
             self.core,
             clock,

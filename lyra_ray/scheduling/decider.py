@@ -89,10 +89,17 @@ class Decider:
             state.set_next_round(state.now + self.round_s)
         return Decision(tuple(actions), state.next_round_s)
 
-    def _idle_gpus_wanted(self, state: CoreState) -> bool:
+    def _idle_gpus_wanted(self, state: CoreState, covered_only: bool = False) -> bool:
+        """Whether a waiting job could start on idle GPUs; ``covered_only``: a job the
+        allocation in force covers (backfill then needs no new solve)."""
         active = state.active_jobs()
         running = [j.current for j in active if j.current is not None]
-        waiting = [(j.id, j.spec.min_workers) for j in active if j.current is None]
+        fr = self.allocation.fractions
+        waiting = [
+            (j.id, j.spec.min_workers)
+            for j in active
+            if j.current is None and (not covered_only or j.id in fr)
+        ]
         return bool(waiting) and idle_gpus_wanted(
             state.nodes,
             state.lent,
@@ -119,14 +126,18 @@ class Decider:
             self.cycles += 1
             return []
         snap = state.snapshot(self.round_s)
-        if self.stale and not self._defer_policy(snap, rounds):
+        # Backfill adopts a new allocation only when no job the one in force covers can
+        # take the idle GPUs (an arrival can): with 10,000 queued jobs a solve takes
+        # over a second, and completions that free GPUs come every few cycles.
+        adopt = tick or (backfill and not self._idle_gpus_wanted(state, covered_only=True))
+        if self.stale and not self._defer_policy(snap, adopt):
             self.allocation = self.policy.allocate(snap)
             self.stale = False
         previous = {j.id: j.current for j in state.active_jobs() if j.current is not None}
         lend = self.allocation.lend & state.nodes_info()[1] if self.allocation.lend else frozenset()
         if lend != state.lent:
             snap = dataclasses.replace(snap, lent_nodes=frozenset(lend))
-        desired = self._desired(state, snap, previous, tick, backfill)
+        desired = self._desired(state, snap, previous, tick, backfill, adopt)
         if lend == state.lent and self.keeps_placement(desired, previous):
             actions: list[m.Action] = []
         else:
@@ -217,6 +228,7 @@ class Decider:
         previous: dict[JobId, Assignment],
         tick: bool,
         backfill: bool,
+        adopt: bool,
     ) -> dict[JobId, Assignment]:
         alloc = self.allocation
         active = {j.id for j in snap.jobs}
@@ -236,7 +248,7 @@ class Decider:
                     }
                 else:
                     pinned = {}
-                out.update(self.rounds.assign(snap, alloc, previous, pinned or None))
+                out.update(self.rounds.assign(snap, alloc, previous, pinned or None, adopt=adopt))
             else:  # mid-round: keep this round's assignment for jobs still running
                 for j, a in previous.items():
                     if j not in out and j in active:

@@ -26,6 +26,7 @@ class RoundMechanismLike(Protocol):
         allocation: m.Allocation,
         previous: dict[JobId, Assignment],
         pinned: dict[JobId, Assignment] | None = None,
+        adopt: bool = True,
     ) -> dict[JobId, Assignment]: ...
 
     def would_adopt(self, snap: ClusterSnapshot) -> bool:

@@ -89,18 +89,22 @@ class RoundMechanism:
         allocation: Allocation,
         previous: Mapping[JobId, Assignment] | None = None,
         pinned: Mapping[JobId, Assignment] | None = None,
+        adopt: bool = True,
     ) -> dict[JobId, Assignment]:
         """This round's assignment for the jobs ``allocation.fractions`` covers.
 
         ``pinned`` jobs keep their assignment whatever their priority (the core's minimum
-        lease): their GPUs are taken before the greedy pass hands out the rest.
+        lease): their GPUs are taken before the greedy pass hands out the rest. Without
+        ``adopt`` (mid-round backfill) the allocation in force stays in force even if the
+        job set changed: jobs it does not cover yet take idle GPUs as unallocated ones,
+        and the next round boundary adopts the new answer.
         """
         prev = previous or {}
         active = active_by_id(snap)
         gpus = self._gpus(snap)
         self._thr = self._rows(snap, active, gpus)
         self._credit(active, prev)
-        if self._would_adopt(snap.now, active):
+        if adopt and self._would_adopt(snap.now, active):
             self._reset(snap.now, active, allocation, snap.round_s / 2.0)
         order = self._type_order(gpus)
         rows = self._entry_rows(snap, active)

@@ -84,6 +84,11 @@ class LyraPolicy(PolicyBase):
         by default the measured restart model (:mod:`lyra_ray.model.restart_cost`)."""
         self.memory = DemandMemory(lend_after_s) if lend_after_s is not None else None
         """Lend only what serving has not needed for ``lend_after_s`` (policy state)."""
+        self._remaining: dict[JobId, tuple[JobView, float]] = {}
+        """Each job's remaining time by the view it was computed from. A view is rebuilt
+        whenever anything in it changes, so the same view object gives the same answer:
+        the 10,000 queued jobs of a busy cluster are not re-timed every decision."""
+        self._remaining_types: tuple[GpuType, ...] = ()
 
     def to_state(self) -> dict[str, Any]:
         if self.memory is None:
@@ -110,8 +115,34 @@ class LyraPolicy(PolicyBase):
 
     @staticmethod
     def _remaining_time(snap: ClusterSnapshot, job: JobView, types: Sequence[GpuType]) -> float:
-        best = max((snap.throughput(job, t, job.spec.min_workers) for t in types), default=0.0)
+        # ``job.throughput`` is the model's row at the job's minimum size, kept by the
+        # core for every GPU type the cluster has; reading it rather than asking the
+        # model again matters with 10,000 queued jobs, each ordered every decision.
+        # A view built without the row (a test's, a hand-made snapshot) asks the model.
+        row = job.throughput
+        best = 0.0
+        for t in types:
+            v = row.get(t)
+            if v is None:
+                v = snap.throughput(job, t, job.spec.min_workers)
+            best = max(best, v)
         return job.remaining_steps / best if best > 0 else float("inf")
+
+    def _remaining_times(
+        self, snap: ClusterSnapshot, types: Sequence[GpuType]
+    ) -> dict[JobId, float]:
+        """Every active job's remaining time, reusing last decision's for unchanged views."""
+        key = tuple(types)
+        cache = self._remaining if key == self._remaining_types else {}
+        fresh: dict[JobId, tuple[JobView, float]] = {}
+        out: dict[JobId, float] = {}
+        for j in snap.jobs:
+            hit = cache.get(j.id)
+            r = hit[1] if hit is not None and hit[0] is j else self._remaining_time(snap, j, types)
+            fresh[j.id] = (j, r)
+            out[j.id] = r
+        self._remaining, self._remaining_types = fresh, key
+        return out
 
     def _type_order(
         self,
@@ -120,6 +151,7 @@ class LyraPolicy(PolicyBase):
         lent_types: set[GpuType],
         all_types: Sequence[GpuType],
         gone: frozenset[NodeId] = frozenset(),
+        remaining_s: float | None = None,
     ) -> list[GpuType]:
         types = list(all_types)
         if job.current is not None and job.current.gpu_type in types:
@@ -137,10 +169,9 @@ class LyraPolicy(PolicyBase):
                 first = sorted(left, key=lambda t: (-left[t], t != base, t)) or first
             return [*(t for t in first if t in types), *(t for t in types if t not in first)]
         rigid = not (self.elastic and job.spec.elastic)
-        long_ = (
-            self.loan_max_remaining_s is not None
-            and self._remaining_time(snap, job, types) > self.loan_max_remaining_s
-        )
+        if remaining_s is None:
+            remaining_s = self._remaining_time(snap, job, types)
+        long_ = self.loan_max_remaining_s is not None and remaining_s > self.loan_max_remaining_s
         if (rigid and not self.rigid_on_loan) or long_:
             # A job that would still run when serving wants the server back would be
             # preempted by the reclaim: keep it off loaned servers.
@@ -169,25 +200,30 @@ class LyraPolicy(PolicyBase):
         # as queued right away, so they restart elsewhere if GPUs are free (a migration).
         by_id = {j.id: j for j in snap.jobs}
         all_types = sorted(snap.gpus_by_type(None))
-        remaining = {j.id: self._remaining_time(snap, j, all_types) for j in snap.active_jobs}
+        remaining = self._remaining_times(snap, all_types)
         evicted = {j for j, c in loan.workers_cap.items() if c < by_id[j].spec.min_workers}
 
-        # Phase 1: base demand, running jobs first, then shortest job first.
-        jobs = sorted(
-            snap.active_jobs,
-            key=lambda j: (
-                # running, then evicted by a reclaim (they move, not queue), then queued
+        # Phase 1: base demand, running jobs first, then shortest job first: running,
+        # then evicted by a reclaim (they move, not queue), then queued. Ids are unique,
+        # so the job itself is never compared.
+        order_keys = [
+            (
                 2 if j.current is None else int(j.id in evicted),
                 remaining[j.id],
                 j.arrival_s,
                 j.id,
-            ),
-        )
+                j,
+            )
+            for j in snap.active_jobs
+        ]
+        order_keys.sort()
+        jobs = [k[-1] for k in order_keys]
         free = dict(cap)
         gpus = sum(cap.values())
         gone = frozenset(loan.reclaimed)
         chosen: dict[JobId, tuple[GpuType, int, int]] = {}  # job -> (type, workers, upper)
         waiting: dict[JobId, tuple[str, str]] = {}
+        most_free = max(free.values(), default=0)
         for job in jobs:
             limit = loan.workers_cap.get(job.id, job.spec.max_workers)
             if job.id in evicted:
@@ -195,12 +231,16 @@ class LyraPolicy(PolicyBase):
                     continue
                 limit = job.spec.max_workers
             base = job.spec.min_workers if self.elastic else requested_workers(job)
-            if job.remaining_steps <= 0:
+            if base > most_free or job.remaining_steps <= 0:
+                # No type has ``base`` GPUs free: neither a placement nor a loan rule
+                # applies (both need one). With 10,000 queued jobs on a full cluster this
+                # skips the per-type ordering of nearly every job.
                 continue
-            order = self._type_order(snap, job, lent_types, all_types, gone)
+            order = self._type_order(snap, job, lent_types, all_types, gone, remaining[job.id])
             for t in order:
                 if free.get(t, 0) >= base and snap.throughput(job, t, base) > 0:
                     free[t] -= base
+                    most_free = max(free.values(), default=0)
                     # never more workers than the cluster has GPUs (phase 3 may add
                     # other types): a job asking for a million would otherwise cost a
                     # million knapsack items every decision
@@ -218,7 +258,7 @@ class LyraPolicy(PolicyBase):
         workers = {j: (t, w) for j, (t, w, _) in chosen.items()}
         if self.elastic:
             for t in sorted(cap):
-                on_t = [j.id for j in jobs if j.id in chosen and chosen[j.id][0] == t]
+                on_t = [j for j, c in chosen.items() if c[0] == t]  # in ``jobs`` order
                 ids = [j for j in on_t if chosen[j][2] > chosen[j][1]]
                 if free.get(t, 0) <= 0 or not ids:
                     continue

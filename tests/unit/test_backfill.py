@@ -64,3 +64,30 @@ def test_no_backfill_without_an_event_or_without_a_taker() -> None:
     d = core.step(60.0, [m.NodeUp(m.Node("t0", "t4", 1))])
     assert not [a for a in d.actions if isinstance(a, m.Launch | m.Preempt)]
     assert core.jobs[waiting].current is None and core.next_round_s == 3600.0
+
+
+def test_backfill_hands_freed_gpus_out_under_the_allocation_in_force_without_a_solve() -> None:
+    """A completion mid-round whose GPUs a covered waiting job can take is backfilled from
+    the allocation in force: no new solve (with 10,000 queued jobs one takes seconds),
+    and the new job set is adopted at the next round boundary."""
+    core = SchedulerCore(get_policy("max_min_fairness"), SpecThroughputs(), 3600.0, backfill=True)
+    events: list[m.Event] = [m.NodeUp(m.Node("v0", "v100", 1))]
+    events += [m.JobSubmitted(n, job(n, 1000, tput={"v100": 10.0})) for n in ("a", "b", "c")]
+    core.step(0.0, events)
+    solves: list[float] = []
+    policy = core.decider.policy
+    allocate = policy.allocate
+
+    def counting(snap: m.ClusterSnapshot) -> m.Allocation:
+        solves.append(snap.now)
+        return allocate(snap)
+
+    policy.allocate = counting  # type: ignore[method-assign]
+    (running,) = [j.id for j in core.active() if j.current is not None]
+    d = core.step(100.0, [m.JobCompleted(running, 1000.0)])
+    launched = [a.job_id for a in d.actions if isinstance(a, m.Launch)]
+    assert len(launched) == 1 and launched[0] != running  # a covered waiting job starts
+    assert solves == []  # ... under the allocation in force
+    assert core.next_round_s == 3600.0
+    core.step(3600.0, [])
+    assert solves == [3600.0]  # the boundary adopts the smaller job set
