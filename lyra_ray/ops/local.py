@@ -13,6 +13,7 @@ import contextlib
 import json
 import logging
 import os
+import shutil
 import signal
 import socket
 import subprocess
@@ -134,6 +135,8 @@ def up(
         raise InputError(
             f"{h / 'up.json'}: a cluster started by `lyra up` is running; `lyra down` first"
         )
+    if nodes_spec is not None:
+        _forget_old_cluster(h, cfg)
     info: dict[str, Any] = {"pids": []}
     if prometheus:
         info["prometheus"] = f"http://127.0.0.1:{_free_port()}"
@@ -144,6 +147,17 @@ def up(
             log.warning("lyra up failed: stopping the %d node(s) it started", len(info["pids"]))
             down(str(h))
         raise
+
+
+def _forget_old_cluster(h: Path, cfg: Any) -> None:
+    """Remove the scheduler state and checkpoints a previous ``--local`` cluster left in
+    ``h`` (``lyra down`` ends processes only). WHY: a new scheduler restored that state —
+    the old cluster's jobs, services, dead nodes and its policy's own state — and one
+    with another ``--policy`` refused to start at all."""
+    for key in ("state_dir", "storage_path"):
+        d = Path(getattr(cfg, key))
+        if d.is_dir() and d.parent == h:  # only ours: never a --config's own directory
+            shutil.rmtree(d)
 
 
 def auth_mode() -> str:
@@ -261,7 +275,7 @@ ADMIN = "admin"
 def _first_admin(actor: Any, h: Path, info: dict[str, Any]) -> None:
     """Turn lyra identities on: create the first admin and keep its token in ``h/token``
     (0600), where this OS user's CLI and SDK find it. A scheduler that already has users
-    (``lyra up`` again over the same ``--dir``) keeps them and the token written then."""
+    (`lyra up` without --local on a cluster whose scheduler runs) keeps them and its token."""
     import ray
 
     from lyra_ray.client.home import token_path, write_token
