@@ -63,6 +63,9 @@ class SimRuntime:
         self.specs: dict[JobId, JobSpec] = {}
         self.steps: dict[JobId, float] = {}
         self.runs: dict[JobId, _Run] = {}
+        self._paired: set[JobId] = set()
+        """The runs that share their GPUs with a partner (kept as ``runs`` changes, so
+        :meth:`_rerate` need not scan every run after each action)."""
         self.started: set[JobId] = set()
         self._changed: set[JobId] = set()
         self._crossed: list[JobId] = []
@@ -138,6 +141,7 @@ class SimRuntime:
         for jid in done:
             steps[jid] = self.specs[jid].total_steps
             del self.runs[jid]
+            self._paired.discard(jid)
             events.append(m.JobCompleted(jid, self.specs[jid].total_steps))
         if done and self.network is not None:
             self._rerate([])  # the finished runs' links are free for the others
@@ -148,12 +152,17 @@ class SimRuntime:
         for a in actions:
             if isinstance(a, m.Preempt | m.Finish):
                 self.runs.pop(a.job_id, None)
+                self._paired.discard(a.job_id)
             elif isinstance(a, m.Launch | m.Resize):
                 resumed = a.job_id in self.started
                 self.started.add(a.job_id)
                 pay = self.overhead if (resumed or isinstance(a, m.Resize)) else 0.0
                 total = self.specs[a.job_id].total_steps
                 self.runs[a.job_id] = _Run(a.assignment, 0.0, self.now + pay, total)
+                if a.assignment.partner is not None:
+                    self._paired.add(a.job_id)
+                else:
+                    self._paired.discard(a.job_id)
                 started.append(a.job_id)
             elif isinstance(a, m.ScaleServe):
                 self.serve_replicas = a.replicas
@@ -168,7 +177,7 @@ class SimRuntime:
         would be work that changes nothing."""
         runs = self.runs
         todo = {jid for jid in started if jid in runs}
-        todo.update(jid for jid, r in runs.items() if r.assignment.partner is not None)
+        todo.update(self._paired)
         if self.network is not None:
             todo = set(runs)  # runs sharing links slow each other down
         for jid in todo:

@@ -14,17 +14,22 @@ arrival and completion.
 from __future__ import annotations
 
 import math
-from typing import ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
 import numpy as np
-import scipy.sparse as sp
 from numpy.typing import NDArray
 
 from lyra_ray.model import Allocation, ClusterSnapshot
 from lyra_ray.policies.base import PolicyBase, register
 from lyra_ray.policies.gavel.highs_model import INF, pass_lp, run_simplex
 from lyra_ray.policies.gavel.inputs import FloatArray, build_problem, to_allocation
+from lyra_ray.policies.gavel.lazy_import import lazy_module
 from lyra_ray.policies.gavel.lp import new_highs
+
+if TYPE_CHECKING:
+    import scipy.sparse as sp
+else:
+    sp = lazy_module("scipy.sparse")
 
 
 def _transport(

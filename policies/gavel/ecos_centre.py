@@ -22,12 +22,19 @@ moves on).
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
-import scipy.sparse as sp
 from numpy.typing import NDArray
 
 from lyra_ray.policies.gavel.ecos_las import _solve
 from lyra_ray.policies.gavel.inputs import FloatArray
+from lyra_ray.policies.gavel.lazy_import import lazy_module
+
+if TYPE_CHECKING:
+    import scipy.sparse as sp
+else:
+    sp = lazy_module("scipy.sparse")
 
 
 def feasible_point(

@@ -18,12 +18,19 @@ type's capacity row), so numpy builds them without a sparse-matrix assembly.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import ecos
 import numpy as np
-import scipy.sparse as sp
 from numpy.typing import NDArray
+
+from lyra_ray.policies.gavel.lazy_import import lazy_module
+
+if TYPE_CHECKING:
+    import ecos
+    import scipy.sparse as sp
+else:  # ``ecos`` imports scipy.sparse (see lazy_import): only the fallback uses it
+    ecos = lazy_module("ecos")
+    sp = lazy_module("scipy.sparse")
 
 try:  # ECOS's C entry point, which ``ecos.solve`` calls after checking a scipy matrix
     from _ecos import csolve as _csolve

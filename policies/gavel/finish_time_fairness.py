@@ -25,10 +25,9 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 from dataclasses import replace
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
-import scipy.sparse as sp
 from numpy.typing import NDArray
 
 from lyra_ray.model import Allocation, ClusterSnapshot, GpuType, JobId
@@ -40,8 +39,14 @@ from lyra_ray.policies.gavel.inputs import (
     build_problem,
     to_allocation,
 )
+from lyra_ray.policies.gavel.lazy_import import lazy_module
 from lyra_ray.policies.gavel.lp import base_constraints, utility_matrix
 from lyra_ray.policies.gavel.warm import WarmMaxMin
+
+if TYPE_CHECKING:
+    import scipy.sparse as sp
+else:
+    sp = lazy_module("scipy.sparse")
 
 
 def isolated_throughput(p: Problem) -> FloatArray:

@@ -7,14 +7,19 @@ knows HiGHS's ``HighsLp`` fields, so each policy only states its matrix, bounds 
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import highspy
 import numpy as np
-import scipy.sparse as sp
 
 from lyra_ray.policies.gavel.inputs import FloatArray
+from lyra_ray.policies.gavel.lazy_import import lazy_module
 from lyra_ray.policies.gavel.lp import SolverError
+
+if TYPE_CHECKING:
+    import scipy.sparse as sp
+else:
+    sp = lazy_module("scipy.sparse")
 
 INF = highspy.kHighsInf
 

@@ -26,15 +26,20 @@ equally fair allocations comes out can differ.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import highspy
 import numpy as np
-import scipy.sparse as sp
 from numpy.typing import NDArray
 
 from lyra_ray.policies.gavel.highs_model import INF, pass_lp
+from lyra_ray.policies.gavel.lazy_import import lazy_module
 from lyra_ray.policies.gavel.lp import FloatArray, SolverError, new_highs
+
+if TYPE_CHECKING:
+    import scipy.sparse as sp
+else:
+    sp = lazy_module("scipy.sparse")
 
 _SAME = 1e-12
 """Relative change of a coefficient below which the live model keeps the old value."""

@@ -17,12 +17,18 @@ import os
 import sys
 import threading
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import highspy
 import numpy as np
-import scipy.sparse as sp
 from numpy.typing import NDArray
+
+from lyra_ray.policies.gavel.lazy_import import lazy_module
+
+if TYPE_CHECKING:
+    import scipy.sparse as sp
+else:
+    sp = lazy_module("scipy.sparse")
 
 FloatArray = NDArray[np.float64]
 IntArray = NDArray[np.int64]

@@ -9,16 +9,21 @@ the cost-normalised and SLO variants on :func:`solve_sum`.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
 import numpy as np
-import scipy.sparse as sp
 
 from lyra_ray.model import Allocation, ClusterSnapshot
 from lyra_ray.policies.base import PolicyBase, register
 from lyra_ray.policies.gavel.ecos_centre import ecos_point
 from lyra_ray.policies.gavel.inputs import FloatArray, Problem, build_problem, to_allocation
+from lyra_ray.policies.gavel.lazy_import import lazy_module
 from lyra_ray.policies.gavel.lp import SolverError, base_constraints, solve_min, utility_matrix
+
+if TYPE_CHECKING:
+    import scipy.sparse as sp
+else:
+    sp = lazy_module("scipy.sparse")
 
 
 def solve_sum(

@@ -12,10 +12,9 @@ makes it faster than interior point on this LP.
 
 from __future__ import annotations
 
-from typing import ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
 import numpy as np
-import scipy.sparse as sp
 from numpy.typing import NDArray
 
 from lyra_ray.model import Allocation, ClusterSnapshot
@@ -23,7 +22,13 @@ from lyra_ray.policies.base import PolicyBase, register
 from lyra_ray.policies.gavel.ecos_centre import gavel_makespan
 from lyra_ray.policies.gavel.highs_model import INF, pass_lp, run_simplex
 from lyra_ray.policies.gavel.inputs import FloatArray, Problem, build_problem, to_allocation
+from lyra_ray.policies.gavel.lazy_import import lazy_module
 from lyra_ray.policies.gavel.lp import new_highs
+
+if TYPE_CHECKING:
+    import scipy.sparse as sp
+else:
+    sp = lazy_module("scipy.sparse")
 
 
 def makespan_lp(rate: FloatArray, sf: FloatArray, capacity: FloatArray) -> tuple[FloatArray, float]:

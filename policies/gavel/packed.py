@@ -12,10 +12,9 @@ scale factor, over priority weight.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
 import numpy as np
-import scipy.sparse as sp
 from numpy.typing import NDArray
 
 from lyra_ray.model import Allocation, ClusterSnapshot, GpuType
@@ -27,9 +26,15 @@ from lyra_ray.policies.gavel.finish_time_fairness import (
     solve_rho,
 )
 from lyra_ray.policies.gavel.inputs import FloatArray, Problem, build_problem, to_allocation
+from lyra_ray.policies.gavel.lazy_import import lazy_module
 from lyra_ray.policies.gavel.lp import SolverError, base_constraints, max_min, solve_min
 from lyra_ray.policies.gavel.pairs import Pairs, PairSet, candidate_pairs, checked_pair_set
 from lyra_ray.policies.gavel.water_filling import hierarchical_weights, water_fill
+
+if TYPE_CHECKING:
+    import scipy.sparse as sp
+else:
+    sp = lazy_module("scipy.sparse")
 
 
 def packed_utility(p: Problem, pairs: Pairs, per_job: FloatArray) -> sp.csr_matrix:

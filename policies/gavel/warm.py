@@ -14,14 +14,19 @@ floor_m = level`` for a frozen one.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import highspy
 import numpy as np
-import scipy.sparse as sp
 from numpy.typing import NDArray
 
+from lyra_ray.policies.gavel.lazy_import import lazy_module
 from lyra_ray.policies.gavel.lp import FloatArray, SolverError, new_highs
+
+if TYPE_CHECKING:
+    import scipy.sparse as sp
+else:
+    sp = lazy_module("scipy.sparse")
 
 
 class WarmMaxMin:

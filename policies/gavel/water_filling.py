@@ -22,10 +22,9 @@ from __future__ import annotations
 
 import logging
 from collections import defaultdict
-from typing import ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
 import numpy as np
-import scipy.sparse as sp
 from numpy.typing import NDArray
 
 from lyra_ray.model import Allocation, ClusterSnapshot
@@ -33,8 +32,14 @@ from lyra_ray.policies.base import PolicyBase, register
 from lyra_ray.policies.gavel.ecos_centre import feasible_point
 from lyra_ray.policies.gavel.highs_incremental import LevelLP, LevelSolution
 from lyra_ray.policies.gavel.inputs import FloatArray, Problem, build_problem, to_allocation
+from lyra_ray.policies.gavel.lazy_import import lazy_module
 from lyra_ray.policies.gavel.lp import base_constraints, utility_matrix
 from lyra_ray.policies.gavel.max_min_fairness import las_coefficients
+
+if TYPE_CHECKING:
+    import scipy.sparse as sp
+else:
+    sp = lazy_module("scipy.sparse")
 
 log = logging.getLogger(__name__)
 
