@@ -62,6 +62,12 @@ def register(sub: Any) -> None:
     p.add_argument("--jct-window", help="FIRST:LAST job indices to average over")
     p.add_argument("--throughputs", help="Gavel-format throughput JSON (gavel traces)")
     p.add_argument("--max-jobs", type=int, help="use only the first N jobs of the trace")
+    p.add_argument(
+        "--teams",
+        help="a YAML file of teams (quota, weight, borrow_limit, lend_limit, preemptible) "
+        "and the users or job names in each; the policy then respects their quotas "
+        "(docs/teams.md)",
+    )
     p.add_argument("--json", dest="json_out", help="write the JSON report here")
     p.add_argument("--plots", help="write PNG plots into this directory")
     p.add_argument("--quiet", action="store_true", help="no table, no progress bar")
@@ -99,6 +105,7 @@ def settings(args: argparse.Namespace) -> SimSettings:
         jct_window=args.jct_window,
         throughputs=args.throughputs,
         max_jobs=args.max_jobs,
+        teams=args.teams,
         gavel_table=str(p) if (p := _default_gavel_throughputs()) else None,
     )
 

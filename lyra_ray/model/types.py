@@ -160,6 +160,10 @@ class ClusterSnapshot:
     """Inference servers the serving side needs right now (Lyra loaning)."""
     lent_nodes: frozenset[NodeId] = frozenset()
     """Inference nodes currently lent to training."""
+    entity_weights: Mapping[str, float] = field(default_factory=dict)
+    """Weight of each entity (a job's ``spec.user``) for hierarchical policies; an entity
+    not named weighs 1. Empty unless teams are in force: the teams wrapper
+    (:mod:`lyra_ray.policies.teams`) makes each team an entity of its weight."""
 
     def gpus_by_type(self, pool: Pool | None = "training") -> dict[GpuType, int]:
         out: dict[GpuType, int] = {}

@@ -55,6 +55,9 @@ class SimSettings:
     jct_window: str | None = None
     throughputs: str | None = None
     max_jobs: int | None = None
+    teams: str | None = None
+    """A teams YAML file (:func:`lyra_ray.model.teams.load_teams`): the policy then runs
+    inside the teams wrapper (:mod:`lyra_ray.policies.teams`); ``None``: no teams."""
     gavel_table: str | None = None
     """Gavel's throughput JSON to use for a Gavel trace given no ``throughputs`` (where
     the caller found the shared data; this module reads no path it was not given)."""
@@ -204,6 +207,15 @@ def assemble(s: SimSettings) -> Workload:
         policy = get_policy(s.policy)
     except PolicyError as e:
         raise InputError(f"--policy: {e}") from None
+    if s.teams is not None:
+        from lyra_ray.model.teams import load_teams
+        from lyra_ray.policies.teams import with_teams
+
+        try:
+            team_set = load_teams(s.teams, _by_type(nodes))
+        except InputError as e:
+            raise InputError(f"--teams: {e}") from None
+        policy = with_teams(policy, team_set)
     topology = network = None
     if s.network is not None:
         from lyra_ray.network.config import parse_network, topology_for
@@ -239,5 +251,6 @@ def assemble(s: SimSettings) -> Workload:
         "serving_demand": s.serving_demand,
         "network": s.network,
         "placer": s.placer,
+        "teams": s.teams,
     }
     return Workload(sim, specs, window, meta)

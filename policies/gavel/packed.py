@@ -131,7 +131,7 @@ class MaxMinFairnessWaterFillingPacked(_Packed):
 
     def _solve(self, snap: ClusterSnapshot, p: Problem) -> Allocation:
         pairs, A, b, ub, active = _setup(snap, p, self.top_k, self.pair_set)
-        per_job = _las_scale(p) * p.weights / hierarchical_weights(p)
+        per_job = _las_scale(p) * p.weights / hierarchical_weights(p, snap.entity_weights)
         x, _ = water_fill(packed_utility(p, pairs, per_job), A, b, ub, active)
         return _split(p, pairs, x)
 

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import logging
 from collections import defaultdict
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, ClassVar
 
 import numpy as np
@@ -44,12 +45,20 @@ else:
 log = logging.getLogger(__name__)
 
 
-def hierarchical_weights(p: Problem) -> FloatArray:
-    """Job weight inside a two-level (entity, job) hierarchy; entities weigh 1 each."""
+def hierarchical_weights(p: Problem, entities: Mapping[str, float] | None = None) -> FloatArray:
+    """Job weight inside a two-level (entity, job) hierarchy: the entity's weight (1
+    unless ``entities`` names it: teams, :mod:`lyra_ray.policies.teams`) times the job's
+    share of its entity's priority weights."""
     totals: dict[str, float] = defaultdict(float)
     for i, job in enumerate(p.jobs):
         totals[job.spec.user] += float(p.weights[i])
-    return np.array([p.weights[i] / totals[j.spec.user] for i, j in enumerate(p.jobs)]).reshape(p.n)
+    ew = entities or {}
+    return np.array(
+        [
+            ew.get(j.spec.user, 1.0) * p.weights[i] / totals[j.spec.user]
+            for i, j in enumerate(p.jobs)
+        ]
+    ).reshape(p.n)
 
 
 def water_fill(
@@ -198,8 +207,10 @@ def _cap_limited(
     return order[:lo], best
 
 
-def solve_water_filling(p: Problem, agnostic: bool) -> tuple[FloatArray, FloatArray]:
-    coef = las_coefficients(p, agnostic) * (p.weights / hierarchical_weights(p))[:, None]
+def solve_water_filling(
+    p: Problem, agnostic: bool, entities: Mapping[str, float] | None = None
+) -> tuple[FloatArray, FloatArray]:
+    coef = las_coefficients(p, agnostic) * (p.weights / hierarchical_weights(p, entities))[:, None]
     A, b = base_constraints(p.sf, p.capacity)
     ub = p.runnable.astype(np.float64).ravel()
     active: NDArray[np.bool_] = np.asarray(p.runnable.any(axis=1))
@@ -208,7 +219,12 @@ def solve_water_filling(p: Problem, agnostic: bool) -> tuple[FloatArray, FloatAr
 
 
 def centre_of_levels(
-    p: Problem, agnostic: bool, X: FloatArray, level: FloatArray, slack: float = 1e-6
+    p: Problem,
+    agnostic: bool,
+    X: FloatArray,
+    level: FloatArray,
+    slack: float = 1e-6,
+    entities: Mapping[str, float] | None = None,
 ) -> FloatArray:
     """Among the allocations that give every job its water level, the one near the centre.
 
@@ -218,7 +234,7 @@ def centre_of_levels(
     max_min_fairness.trace, 8:16:24, agnostic). ECOS is asked for a point of
     ``{X : base constraints, utility_m(X) >= level_m (1 - slack)}``; ``X`` if it fails.
     """
-    coef = las_coefficients(p, agnostic) * (p.weights / hierarchical_weights(p))[:, None]
+    coef = las_coefficients(p, agnostic) * (p.weights / hierarchical_weights(p, entities))[:, None]
     act = np.asarray(p.runnable.any(axis=1))
     centre = feasible_point(
         (coef * p.runnable)[act], p.sf[act], p.capacity, level[act] * (1.0 - slack)
@@ -241,8 +257,9 @@ class MaxMinFairnessWaterFillingPerf(PolicyBase):
         p = build_problem(snap, agnostic=self.agnostic)
         if p.n == 0 or p.k == 0:
             return Allocation()
-        X, level = solve_water_filling(p, self.agnostic)
-        return to_allocation(p, centre_of_levels(p, self.agnostic, X, level))
+        ew = snap.entity_weights
+        X, level = solve_water_filling(p, self.agnostic, ew)
+        return to_allocation(p, centre_of_levels(p, self.agnostic, X, level, entities=ew))
 
 
 @register
