@@ -286,6 +286,12 @@ TABLES: tuple[Table, ...] = (
         "benchmarks/results/live_loaning_2026-11-23.json",
         "benchmarks._docs_renders:live_loaning",
     ),
+    Table(
+        "teams-eval",
+        "docs/teams.md",
+        "benchmarks/results/teams_eval.json",
+        "benchmarks._teams_table:render",
+    ),
 )
 """Every rendered table. Add a row when a doc gains one."""
 

@@ -22,7 +22,7 @@ from lyra_ray.model import JobSpec, Node
 from lyra_ray.policies.base import Policy
 from lyra_ray.scheduling.core import SchedulerCore
 from lyra_ray.scheduling.interfaces import Placer
-from lyra_ray.scheduling.loop import Cycle, NoStore, loop
+from lyra_ray.scheduling.loop import Cycle, NoStore, Observer, loop
 from lyra_ray.sim.events import EventQueue
 from lyra_ray.sim.metrics import Recorder, job_records, summarise
 from lyra_ray.sim.runtime import RateModel, SimRuntime
@@ -56,11 +56,14 @@ class Simulator:
         placer: Placer | None = None,
         network: RateModel | None = None,
         backfill: bool = False,
+        observers: Sequence[Observer] = (),
     ) -> None:
         """``placer`` replaces the core's consolidating placer; ``network`` makes a run's
         rate depend on its placement (see :class:`~lyra_ray.sim.runtime.SimRuntime`);
         ``backfill`` hands idle GPUs out mid-round as the live scheduler does (off:
-        Gavel's rounds)."""
+        Gavel's rounds); ``observers`` see every cycle after the usage recorder (a
+        benchmark's own measurements, e.g. each team's use over time)."""
+        self.observers = tuple(observers)
         self.nodes = list(nodes)
         self.core = SchedulerCore(
             policy, throughputs, round_s=round_s, placer=placer, backfill=backfill
@@ -95,7 +98,7 @@ class Simulator:
         core, rt = self.core, self.runtime
         watch = _Watch(recorder, len(specs), progress)
         clock = _VirtualClock(queue, rt, watch, self.max_time_s)
-        steps = loop(core, clock, [_Arrivals(queue), rt], [rt], NoStore(), [watch])
+        steps = loop(core, clock, [_Arrivals(queue), rt], [rt], NoStore(), [watch, *self.observers])
         if progress is not None:
             progress(watch.done, watch.total)
         records = job_records(core, order)
