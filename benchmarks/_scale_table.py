@@ -34,7 +34,25 @@ def render(data: dict[str, Any]) -> str:
         f"per row after {data.get('warm', 30)} to warm up; host of {data['cpus']} CPUs. "
         f"`{data['command'].strip()}`"
     )
-    return head + "\n".join(rows) + tail + _ratios(data["runs"])
+    return head + "\n".join(rows) + tail + _ratios(data["runs"]) + _boundaries(data["runs"])
+
+
+def _boundaries(runs: list[dict[str, Any]]) -> str:
+    """The round-boundary cycles apart from the others, and the collector's pauses
+    between cycles (run there by ``runtime/gc_pacing.py``, so not in the cycle times)."""
+    parts = []
+    for r in runs:
+        if "boundary_cycles" not in r:
+            return ""  # a results file from before these were measured
+        gc = f"collector between cycles p99 {r['gc_between_p99_ms']:.1f} ms"
+        if r["gc_full_count"]:
+            gc += f", {r['gc_full_count']} full up to {r['gc_full_max_ms']:.0f} ms"
+        parts.append(
+            f"{r['policy']} {r['queued']:,} {r['store']}: {r['boundary_cycles']} round "
+            f"boundaries, slowest {r['boundary_cycle_max_ms']:.0f} ms, other cycles' max "
+            f"{r['other_cycle_max_ms']:.0f} ms; {gc}"
+        )
+    return "\n\nRound-boundary cycles and collector pauses: " + "; ".join(parts) + "."
 
 
 def _ratios(runs: list[dict[str, Any]]) -> str:

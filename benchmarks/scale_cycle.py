@@ -146,10 +146,15 @@ class Timings:
     def __init__(self, live: LiveStore) -> None:
         self.live = live
         self.rows: list[dict[str, Any]] = []
+        self.next_round: float | None = None
 
     def observe(self, core: SchedulerCore, cycle: Cycle) -> None:
+        # a round boundary moves the round clock (the first round's start sets it)
+        boundary = core.state.next_round_s != self.next_round
+        self.next_round = core.state.next_round_s
         self.rows.append(
             {
+                "boundary": boundary,
                 "cycle_s": time.perf_counter() - cycle.started,
                 "step_s": cycle.step_s,
                 "events": len(cycle.events),
@@ -223,6 +228,13 @@ def run(
             "cycle_max_ms": _ms(cyc[-1]),
             "step_p50_ms": _ms(statistics.median(r["step_s"] for r in rows)),
             "step_p99_ms": _ms(_p99(sorted(r["step_s"] for r in rows))),
+            "boundary_cycles": sum(1 for r in rows if r["boundary"]),
+            "boundary_cycle_max_ms": _ms(
+                max((r["cycle_s"] for r in rows if r["boundary"]), default=0.0)
+            ),
+            "other_cycle_max_ms": _ms(
+                max((r["cycle_s"] for r in rows if not r["boundary"]), default=0.0)
+            ),
             "gc_between_p50_ms": _ms(statistics.median(pauses)) if pauses else None,
             "gc_between_p99_ms": _ms(_p99(pauses)) if pauses else None,
             "gc_full_count": len(fulls),
