@@ -67,6 +67,8 @@ class PinnedThroughput(ThroughputModel):
         return base if base is None or pin is None else ("pinned", pin, base)
 
     def __getattr__(self, name: str) -> Any:  # job_types, overlay, ... of the base
+        if name == "base":  # not set yet (a copy being built): no recursion
+            raise AttributeError(name)
         return getattr(self.base, name)
 
 

@@ -102,6 +102,19 @@ def test_spare_inference_servers_go_to_elastic_jobs_and_no_quota() -> None:
     assert adm.max_workers["ea"] == 2 + 2  # its guarantee, plus the two spare servers
 
 
+def test_effective_quota_counts_a_slow_gpu_for_less() -> None:
+    """A K80 is worth half a V100 to these jobs: 4 V100-eq admit 8 K80 workers."""
+    ts = parse_teams(
+        {"teams": {"a": {"quota_effective": 4, "borrow_limit": 0}}, "users": {"alice": "a"}},
+        "t",
+        {"v100": 2, "k80": 8},
+    )
+    jobs = [job(f"k{i}", "alice", 2, running=2, gpu="k80", started=float(i)) for i in range(5)]
+    adm = admit(cluster(jobs, v100=2, k80=10), ts, {})
+    assert {j for j, g in adm.gpu_type.items() if g == "k80"} == {"k0", "k1", "k2", "k3"}
+    assert "limit 0" in adm.waiting["k4"][1]
+
+
 def test_policy_waits_and_pins() -> None:
     pol = TeamPolicy(get_policy("fifo_nonpreemptive"), TEAMS)
     jobs = [*a_borrowing(), job("b1", "bob", 2, arrival=50.0), job("b2", "bob", 2, arrival=60.0)]
