@@ -92,6 +92,7 @@ class MoEDevice:
         self.service_ms = service_ms
         self.expert = ExpertCost(expert[0], expert[1], DEVICE_GPU)
         self.hosted: dict[tuple[int, int], Any] = {}
+        self.spare: dict[tuple[int, int], Any] = {}  # the last expert fetched, kept (Lina's spare)
         self.fetched = 0
         self._lock: asyncio.Lock | None = None
 
@@ -107,10 +108,10 @@ class MoEDevice:
     async def __call__(self, layer: int, expert: int, x: Any, ref: list[Any]) -> Any:
         from lyra_ray.moe_serving.experts import expert_ffn
 
-        w = self.hosted.get((layer, expert))
-        if w is None:  # a plan moved the expert away under a request still running
+        w = self.hosted.get((layer, expert), self.spare.get((layer, expert)))
+        if w is None:  # borrowed, or moved away under a request still running: fetch it
             w = await ref[0]
-            self.fetched += 1
+            self.fetched, self.spare = self.fetched + 1, {(layer, expert): w}
         if self._lock is None:
             self._lock = asyncio.Lock()
         async with self._lock:
