@@ -93,6 +93,7 @@ def serve_main(args: argparse.Namespace) -> int:
             f"(`lyra serve remove {args.name}` removes it)"
         )
         return 0
+    from lyra_ray.client.quiet import init_ray, verbose
     from lyra_ray.ops.embedded import embedded_cluster, free_port
     from lyra_ray.ops.local import parse_nodes
     from lyra_ray.runtime.scheduler import start_scheduler
@@ -101,6 +102,11 @@ def serve_main(args: argparse.Namespace) -> int:
     pool = [(t, g) for t, n, g in parse_nodes(args.inference, "--inference") for _ in range(n)]
     os.environ.setdefault("RAY_AUTH_MODE", "disabled")
     with embedded_cluster(training=[(pool[0][0], pool[0][1])], inference=pool) as live:
+        if verbose():  # the embedded cluster connects quietly; -v asks for Ray's lines
+            import ray
+
+            ray.shutdown()
+            init_ray(live.address)
         start_scheduler(
             {
                 "policy": "lyra",
