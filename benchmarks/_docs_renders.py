@@ -102,61 +102,61 @@ def live_overhead(d: dict[str, Any]) -> str:
     )
 
 
-def _x(a: float, b: float) -> str:
-    return f"{a / b:.2f}×"
-
-
 def moe_serving(d: dict[str, Any]) -> str:
-    """docs/moe.md's calibrated sweep: per seed, uniform → Lina latency and throughput,
-    Lina's counts alone, borrowed chunks; then min / median over the seeds."""
-    runs = d["runs"]
-    chunks = runs[0]["calibrated"]["lina"]["dispatch"]["chunks"]
+    """docs/moe.md's Lina vs uniform on the lyra-owned service under loans: latency per
+    traffic phase and arm beside the measured p95 ratios, then ``bottleneck.py``'s ideal
+    ratios for the same requests on both budgets."""
+    arms = d["arms"]
+    names = {"uniform": "uniform", "lina_counts": "Lina counts", "lina": "Lina + borrowing"}
+    phases = {"high": "high (both servers)", "low": "low (one lent)", "high_again": "high again"}
+    phases["all"] = "whole run"
+
+    def lat(arm: str, p: str) -> str:
+        x = arms[arm]["latency"][p]
+        return f"{x['p50_ms']:.0f} / {x['p95_ms']:.0f}"
+
+    s = d["setup"]
     rows = [
-        "| seed | Lina counts | p50 uniform → Lina | p95 uniform → Lina | tokens/s "
-        f"| Lina counts only: p50 / p95 | borrowed chunks (fetches) of {chunks:,} |",
-        "|---|---|---|---|---|---|---|",
+        f"{d['cost_model']}; {s['layers']} layers x {s['experts']} experts, skew {s['skew']}, "
+        f"{s['tokens_per_request']:,} tokens a request, {s['slots']} slots per GPU, "
+        f"{s['high_rps']:g} / {s['low_rps']:g} req/s, {d['when']}. "
+        f"Command: `{d['command'].strip()}`.",
+        "",
+        "| traffic phase | requests | "
+        + " | ".join(f"{names[a]} p50 / p95 ms" for a in arms)
+        + " | p95 uniform / Lina counts | p95 uniform / Lina + borrowing | failed |",
+        "|---|---|" + "---|" * len(arms) + "---|---|---|",
     ]
-    for r in runs:
-        c = r["calibrated"]
-        u, ly, only = c["uniform"], c["lina"], c["lina_counts_only"]
-        counts = str(r["lina_counts"]).replace(" ", "")
-        disp = ly["dispatch"]
+    for p, name in phases.items():
+        ratios = [d["measured_p95_ratio"][a][p] for a in ("lina_counts", "lina")]
+        failed = sum(sum(arms[a]["latency"][p]["failures"].values()) for a in arms)
         rows.append(
-            f"| {r['setup']['seed']} | `{counts}` "
-            f"| {u['p50_ms']:.0f} → {ly['p50_ms']:.0f} ms ({_x(u['p50_ms'], ly['p50_ms'])}) "
-            f"| {u['p95_ms']:.0f} → {ly['p95_ms']:.0f} ms (**{_x(u['p95_ms'], ly['p95_ms'])}**) "
-            f"| {u['tokens_per_s']:.0f} → {ly['tokens_per_s']:.0f} "
-            f"({ly['tokens_per_s'] / u['tokens_per_s']:.2f}×) "
-            f"| {only['p50_speedup']:.2f}× / {only['p95_speedup']:.2f}× "
-            f"| {disp['borrowed']} ({disp['fetched']}) |"
+            f"| {name} | {arms['uniform']['latency'][p]['requests']} | "
+            + " | ".join(lat(a, p) for a in arms)
+            + " | "
+            + " | ".join(f"**{r:.2f}×**" for r in ratios)
+            + f" | {failed} |"
         )
-    s = d["summary"]["calibrated"]
-
-    def mm(k: str) -> str:
-        return f"{s[k]['min']:.2f}× / {s[k]['median']:.2f}×"
-
-    rows.append(
-        f"| min / median | | {mm('p50_speedup')} | **{mm('p95_speedup')}** "
-        f"| {mm('throughput_ratio')} | {s['counts_only_p50_speedup']['min']:.2f}× / "
-        f"{s['counts_only_p95_speedup']['min']:.2f}× (min) | |"
+    budgets = "; ".join(
+        f"{names[a]} " + " → ".join(str(r["budget_per_layer"]) for r in arm["replans"])
+        for a, arm in arms.items()
     )
-    return "\n".join(rows)
-
-
-def moe_serving_repeat(d: dict[str, Any]) -> str:
-    """docs/moe.md's second sweep, from the lines its run logged (the run died before it
-    wrote its JSON; ``benchmarks/results/moe_serving_repeat.json`` says so)."""
-    rows = [
-        "| seed | p50 uniform → Lina | p95 uniform → Lina | Lina counts only: p50 / p95 |",
-        "|---|---|---|---|",
+    rows += [
+        "",
+        f"Replica budget per layer at each re-plan during the measured phases: {budgets}.",
+        "",
+        "| ideal (`bottleneck.py`) | replicas uniform → Lina | busiest replica, tokens "
+        "| busiest replica, H200 time | unloaded p95, H200: counts only / with borrowing |",
+        "|---|---|---|---|---|",
     ]
-    for r in d["seeds"]:
-        u, ly, only = r["uniform"], r["lina"], r["lina_counts_only"]
+    for key, name in (("both_servers", "4 GPUs (both servers)"), ("one_server", "2 GPUs")):
+        i = d["ideal"][key]
+        counts = f"`{i['uniform_counts']}` → `{i['lina_counts']}`".replace(" ", "")
         rows.append(
-            f"| {r['seed']} | {u['p50_ms']} → {ly['p50_ms']} ms ({_x(u['p50_ms'], ly['p50_ms'])}) "
-            f"| {u['p95_ms']} → {ly['p95_ms']} ms (**{_x(u['p95_ms'], ly['p95_ms'])}**) "
-            f"| {only['p50_ms']} / {only['p95_ms']} ms ({_x(u['p50_ms'], only['p50_ms'])} / "
-            f"{_x(u['p95_ms'], only['p95_ms'])}) |"
+            f"| {name} | {counts} | {i['tokens_busiest_replica']:.2f}× "
+            f"| {i['h200_busiest_replica']:.2f}× | {i['h200_unloaded_p95_counts_only']:.2f}× / "
+            f"{i['h200_unloaded_p95_borrow']:.2f}× ({i['h200_unloaded_p95_uniform_ms']:.2f} → "
+            f"{i['h200_unloaded_p95_lina_ms']:.2f} ms) |"
         )
     return "\n".join(rows)
 

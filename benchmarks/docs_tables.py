@@ -215,12 +215,6 @@ TABLES: tuple[Table, ...] = (
         "benchmarks._docs_renders:moe_serving",
     ),
     Table(
-        "moe-serving-repeat",
-        "docs/moe.md",
-        "benchmarks/results/moe_serving_repeat.json",
-        "benchmarks._docs_renders:moe_serving_repeat",
-    ),
-    Table(
         "moe-expert-fit",
         "docs/moe.md",
         "benchmarks/results/moe_expert_fit.json",

@@ -1,7 +1,7 @@
 """Lina's p95 on the lyra-owned MoE service, under loans: popularity-based vs uniform replicas.
 
 Run (with the live lock): ``flock /tmp/lyra-live.lock .venv/bin/python benchmarks/moe_serving.py``
-(~6 min). Writes benchmarks/results/moe_serving.json; docs/moe.md's table renders from it.
+(~7 min). Writes benchmarks/results/moe_serving.json; docs/moe.md's table renders from it.
 
 Protocol (issue #31, item 4): one local cluster (a head, one training server, two inference
 servers of 2 fake GPUs), the scheduler with the ``lyra`` policy, and the MoE service that
@@ -9,7 +9,9 @@ servers of 2 fake GPUs), the scheduler with the ``lyra`` policy, and the MoE ser
 arms one after the other with the same budget (serving GPUs x ``slots`` replicas per layer):
 
 - **uniform**: every expert the same replicas (``uniform: 1``), no borrowing, no phase 2;
-- **lina**: phase 1 on the load seen, phase 2 on drift (``replan_s``), per-request borrowing.
+- **lina_counts**: Lina's replica counts (phase 1 on the load seen, phase 2 on drift every
+  ``replan_s``), an expert's tokens on its own replicas only: popularity alone;
+- **lina**: the same plus per-request borrowing (``moe_serving/dynamic.py``).
 
 Each arm serves the same requests (explicit tokens, a Dirichlet topic mix each) open loop
 through three phases: ``high`` (both servers serve), ``low`` (the scheduler lends one), and
@@ -34,6 +36,7 @@ sys.path.insert(0, str(ROOT))
 
 EXIT_BAD_INPUT = 2
 GPU = "h200"
+ARMS = ("uniform", "lina_counts", "lina")
 
 
 def parser() -> argparse.ArgumentParser:
@@ -47,16 +50,16 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--cost-hidden", type=int, default=14336, help="its FFN hidden width")
     p.add_argument("--high-rps", type=float, default=5.0)
     p.add_argument("--low-rps", type=float, default=0.5)
-    p.add_argument("--phase-s", type=float, default=30.0, help="seconds of each phase")
+    p.add_argument("--phase-s", type=float, default=25.0, help="seconds of each phase")
     p.add_argument("--replan-s", type=float, default=5.0, help="lina arm's phase-2 period")
     p.add_argument("--json", default=str(ROOT / "benchmarks" / "results" / "moe_serving.json"))
     return p
 
 
 def service_spec(arm: str, args: argparse.Namespace) -> dict[str, Any]:
-    lina = arm == "lina"
+    lina = arm != "uniform"
     return {
-        "name": f"moe-{arm}",
+        "name": f"moe-{arm.replace('_', '-')}",
         "model": "moe",
         "target_ongoing_per_replica": 0.1,
         "smoothing_s": 2.0,
@@ -70,7 +73,7 @@ def service_spec(arm: str, args: argparse.Namespace) -> dict[str, Any]:
             "cost_dim": args.cost_dim,
             "cost_hidden": args.cost_hidden,
             "uniform": int(not lina),
-            "borrow": int(lina),
+            "borrow": int(arm == "lina"),
             "replan_s": args.replan_s if lina else 0.0,
         },
     }
@@ -100,9 +103,9 @@ def run_arm(client: Any, arm: str, args: argparse.Namespace, bodies: Any) -> dic
         Phase("low", args.low_rps, 1.5 * args.phase_s),
         Phase("high_again", args.high_rps, args.phase_s),
     ]
-    t0 = time.time()
+    t0, load0 = time.time(), os.getloadavg()[0]
     sent = drive(url, bodies, phases, args.seed)
-    t1 = time.time()
+    t1, load1 = time.time(), os.getloadavg()[0]
     plan = _plan(client, spec["name"])
     client.remove_service(spec["name"])
     wait_until(lambda: not _plan(client, spec["name"]), 120, f"{arm} removed")
@@ -110,6 +113,7 @@ def run_arm(client: Any, arm: str, args: argparse.Namespace, bodies: Any) -> dic
     return {
         "latency": latency_report(sent),
         "requests_sent": len(sent),
+        "host_load_1m": [round(load0, 1), round(load1, 1)],
         "replans": [
             {
                 "t_s": round(r["at"] - t0, 1),
@@ -163,7 +167,7 @@ def main(argv: list[str] | None = None) -> int:
         return EXIT_BAD_INPUT
     from lyra_ray.serving.spec import moe_knobs, parse_service_spec
 
-    for arm in ("uniform", "lina"):
+    for arm in ARMS:
         parse_service_spec(service_spec(arm, args))
     os.environ.setdefault("RAY_AUTH_MODE", "disabled")
     os.environ.setdefault("RAY_TMPDIR", "/tmp/ray-lyra-bench")
@@ -190,16 +194,18 @@ def main(argv: list[str] | None = None) -> int:
             }
         )
         client = Client(live.address)
-        for arm in ("uniform", "lina"):
+        for arm in ARMS:
             arms[arm] = run_arm(client, arm, args, bodies)
             print(f"{arm}: {json.dumps(arms[arm]['latency'])}")
-    sent = counts[[i % n for i in arms["lina"].pop("sent_indices")]]
-    arms["uniform"].pop("sent_indices")
-    u, ly = arms["uniform"]["latency"], arms["lina"]["latency"]
-    measured = {
-        p: (u[p]["p95_ms"] / ly[p]["p95_ms"]) if u[p]["p95_ms"] and ly[p]["p95_ms"] else None
-        for p in u
-    }
+    sent = counts[[i % n for i in arms["lina"]["sent_indices"]]]
+    for arm in ARMS:
+        arms[arm].pop("sent_indices")
+    u = arms["uniform"]["latency"]
+
+    def ratio(b: dict[str, Any], p: str) -> float | None:
+        return u[p]["p95_ms"] / b[p]["p95_ms"] if u[p]["p95_ms"] and b[p]["p95_ms"] else None
+
+    measured = {a: {p: ratio(arms[a]["latency"], p) for p in u} for a in ARMS[1:]}
     result = {
         "command": "flock /tmp/lyra-live.lock .venv/bin/python benchmarks/moe_serving.py "
         + " ".join(argv if argv is not None else sys.argv[1:]),
