@@ -1,7 +1,7 @@
 """Lina's MoE model as a lyra inference service, on the servers lyra lends and reclaims.
 
-WHY one deployment per GPU, not one per expert (as ``lyra_ray.moe_serving.app`` has for a cluster
-of its own): lyra lends and reclaims whole servers, so a server's replicas must form one
+WHY one deployment per GPU, not one per expert (as the private app ``lyra moe serve`` ran
+until issue #31 had): lyra lends and reclaims whole servers, so a server's replicas must form one
 application that can be drained and deleted alone (:mod:`lyra_ray.serving.apps`); and
 Lina places expert *replicas on devices*. Each GPU of a serving server is a deployment
 ``gpu<k>`` of one replica (:class:`MoEDevice`), pinned to its server, that holds the
