@@ -3,13 +3,15 @@
 Runs, one after another (never two Ray clusters at once): the hostile-input fuzzing
 (1,000+ cases per target), the SQLite kill loop, the live fault scenarios (scheduler
 crashes, a lost node, a killed Train worker, hostile payloads, a whole-cluster restart),
+serving under faults (a Serve replica, an ingress, the scheduler mid-reclaim and an
+inference server killed under open-loop traffic; its own table),
 the bounded-state benchmark (10,000 finished jobs) and the load benchmark (1,000
 submissions from 10 clients across a scheduler restart). Every step writes its figures
 as JSON; this script gathers them into ``benchmarks/results/chaos.json`` and rewrites
 the table of ``docs/reliability.md`` between its markers, each figure beside the
 command that produced it. ``make test`` runs the short version of the same tests.
 
-    python benchmarks/chaos.py [--only fuzz,store,live,restart,state,load] [--examples 1000]
+    python benchmarks/chaos.py [--only fuzz,store,live,restart,serving,state,load]
 """
 
 from __future__ import annotations
@@ -44,6 +46,7 @@ def steps(examples: int, kills: int) -> dict[str, tuple[str, dict[str, str]]]:
         "store": (f"{PYTEST} tests/unit/test_store_crash.py", {"LYRA_CHAOS_KILLS": str(kills)}),
         "live": (f"{PYTEST} tests/chaos/test_chaos_live.py", {"LYRA_CHAOS": "full", **fuzz}),
         "restart": (f"{PYTEST} tests/chaos/test_chaos_restart.py", {"LYRA_CHAOS": "full"}),
+        "serving": (f"{PYTEST} tests/chaos/test_chaos_serving.py", {"LYRA_CHAOS": "full"}),
         "state": (f"{PY} benchmarks/chaos_state.py --finished 10000", {}),
         "load": (f"{PY} benchmarks/chaos_load.py --submissions 1000 --clients 10", {}),
     }
@@ -89,7 +92,7 @@ def gather(out: Path) -> dict[str, Any]:
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--only", default="fuzz,store,live,restart,state,load")
+    ap.add_argument("--only", default="fuzz,store,live,restart,serving,state,load")
     ap.add_argument("--examples", type=int, default=1000, help="hypothesis cases per target")
     ap.add_argument("--kills", type=int, default=200, help="SIGKILLs of the SQLite writer")
     ap.add_argument("--out", default=str(RESULTS / "chaos.json"))
@@ -113,7 +116,8 @@ def main(argv: list[str] | None = None) -> int:
     from benchmarks.docs_tables import table
 
     table("chaos-table").write()
-    print(f"wrote {args.out} and the table of {DOC.relative_to(ROOT)}")
+    table("chaos-serving").write()
+    print(f"wrote {args.out} and the tables of {DOC.relative_to(ROOT)}")
     return 0 if all(s["exit_code"] == 0 for s in ran.values()) else 1
 
 

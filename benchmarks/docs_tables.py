@@ -131,6 +131,12 @@ TABLES: tuple[Table, ...] = (
         "benchmarks._chaos_table:render",
     ),
     Table(
+        "chaos-serving",
+        "docs/reliability.md",
+        "benchmarks/results/chaos.json",
+        "benchmarks._chaos_serving_table:render",
+    ),
+    Table(
         "scale-cycle",
         "docs/reliability.md",
         "benchmarks/results/scale.json",

@@ -118,6 +118,8 @@ class ServingPool:
                 del self.nodes[e.node_id]
                 self.state.pop(e.node_id, None)
                 self._route()
+                for name in self.services:  # else Serve retries its replicas forever
+                    serve.delete(apps.backend_app_name(name, e.node_id), _blocking=False)
         if changed and self.services:
             self._resize_demand()
 
@@ -319,11 +321,17 @@ class ServingPool:
         log.info("server %s serving again (%.1f s after the demand rose)", node[:12], now - rise)
 
     def _stats(self, name: str) -> Mapping[str, Any] | None:
-        """A service's ingress counters, None while the ingress still starts."""
+        """A service's ingress counters, None while the ingress still starts. An ingress
+        that routes to other servers than the serving ones (Serve restarted it after a
+        crash: it knows none) is told them again at the next poll."""
         try:
-            return dict(_result(self._ingress(name).stats.remote()))
+            got = dict(_result(self._ingress(name).stats.remote()))
         except Exception:
             return None
+        serving = {n for n, st in self.state.items() if st == SERVING and n in self.nodes}
+        if set(got.get("routing", serving)) != serving:
+            self._reroute = True
+        return got
 
     # ------------------------------------------------------------------ status
 

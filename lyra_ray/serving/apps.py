@@ -83,28 +83,54 @@ class ServiceIngress:
             "inflight": dict(self.inflight),
         }
 
-    def _pick(self) -> str | None:
-        if not self.routing:
+    def _pick(self, avoid: str | None = None) -> str | None:
+        nodes = sorted(self.routing - {avoid}) or sorted(self.routing)
+        if not nodes:
             return None
-        return min(sorted(self.routing), key=lambda n: self.inflight.get(n, 0) / self.replicas[n])
+        return min(nodes, key=lambda n: self.inflight.get(n, 0) / self.replicas[n])
 
-    async def handle(self, body: Any) -> Any:
-        node = self._pick()
+    async def _wait_pick(self, avoid: str | None = None) -> str:
+        node = self._pick(avoid)
         deadline = time.monotonic() + WAIT_FOR_BACKEND_S
         while node is None and time.monotonic() < deadline:
             await asyncio.sleep(0.05)
-            node = self._pick()
+            node = self._pick(avoid)
         if node is None:
-            self.meter.reject()
             raise NoBackend(self.service)
-        self.meter.begin()
-        self.inflight[node] += 1
-        ok = False
+        return node
+
+    async def _send(self, node: str, body: Any) -> Any:
+        self.inflight[node] = self.inflight.get(node, 0) + 1
         try:
-            out = await self.handles[node].remote(body)
-            ok = True
+            return await self.handles[node].remote(body)
         finally:
             self.inflight[node] -= 1
+
+    async def handle(self, body: Any) -> Any:
+        """Send ``body`` to a serving server. WHY one retry: a replica process or its
+        server that dies mid-request (a crash, a lost node) loses only that attempt; the
+        request is idempotent, so it goes once more, to another server if one serves."""
+        from ray.exceptions import RayActorError
+        from ray.serve.exceptions import DeploymentUnavailableError, ReplicaUnavailableError
+
+        gone = (RayActorError, ReplicaUnavailableError, DeploymentUnavailableError)
+        try:
+            node = await self._wait_pick()
+        except NoBackend:
+            self.meter.reject()
+            raise
+        self.meter.begin()
+        ok = False
+        try:
+            try:
+                out = await self._send(node, body)
+            except gone:
+                log.warning(
+                    "%s: the backend on %s went mid-request: sent again", self.service, node
+                )
+                out = await self._send(await self._wait_pick(avoid=node), body)
+            ok = True
+        finally:
             self.meter.end(ok)
         return out
 

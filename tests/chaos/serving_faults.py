@@ -1,0 +1,158 @@
+"""Pieces of the serving fault tests (issue #31, item 5): the faults, the traffic, and
+the check that the scheduler's view of the inference pool is what Ray Serve runs.
+
+Kept apart from the tests so that each test reads as: traffic on, one fault, wait for
+capacity, compare the two views, report.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from tests.chaos.helpers import wait_for
+from tests.ray.http_load import HttpLoad
+
+SERVICES = ("dense", "moe")
+SETTLED = ("serving", "lent")
+"""Server states a settled pool holds (draining and reclaiming are on the way)."""
+
+
+def serving_servers(client: Any) -> set[str]:
+    view = client.overview()
+    return {n["id"] for n in view["nodes"] if n["pool"] == "inference" and n["state"] == "serving"}
+
+
+def server_states(client: Any) -> dict[str, str]:
+    view = client.overview()
+    return {n["id"]: n["state"] for n in view["nodes"] if n["pool"] == "inference"}
+
+
+def service(client: Any, name: str) -> dict[str, Any]:
+    (svc,) = [s for s in client.overview()["serving"]["services"] if s["name"] == name]
+    return dict(svc)
+
+
+def disagreements(client: Any) -> list[str]:
+    """Where the scheduler's pool and Ray Serve differ (empty: they agree).
+
+    The scheduler's side: its servers and their states (``lyra status``). Serve's side:
+    its applications and each ingress's routing set. They agree when no server is on
+    its way (draining, reclaiming), every serving server runs a RUNNING backend app of
+    every service, no lent server and no server the scheduler does not know has one,
+    and each ingress routes to exactly the serving servers.
+    """
+    from ray import serve
+
+    from lyra_ray.serving.apps import backend_app_name, ingress_app_name
+
+    states = server_states(client)
+    serving = {n for n, st in states.items() if st == "serving"}
+    apps = serve.status().applications
+    out = [f"server {n[:12]} still {st}" for n, st in states.items() if st not in SETTLED]
+    for name in SERVICES:
+        ingress = apps.get(ingress_app_name(name))
+        if ingress is None or not str(ingress.status).endswith("RUNNING"):
+            out.append(f"{name}: ingress not running")
+            continue
+        for node, st in states.items():
+            app = apps.get(backend_app_name(name, node))
+            if st == "serving" and (app is None or not str(app.status).endswith("RUNNING")):
+                out.append(f"{name}: server {node[:12]} serving, its backend not running")
+            if st == "lent" and app is not None:
+                out.append(f"{name}: server {node[:12]} lent, its backend still there")
+        known = {backend_app_name(name, n) for n in states}
+        prefix = backend_app_name(name, "")
+        stray = [a for a in apps if a.startswith(prefix) and a not in known]
+        if stray:
+            out.append(f"{name}: backends of servers the scheduler does not have: {stray}")
+        routing = set(
+            serve.get_app_handle(ingress_app_name(name)).stats.remote().result()["routing"]
+        )
+        if routing != serving:
+            out.append(f"{name}: ingress routes to {len(routing)}, {len(serving)} serve")
+    return out
+
+
+def ready(client: Any) -> dict[str, int]:
+    """Ready replicas per service, as the scheduler reports them."""
+    return {name: int(service(client, name)["ready"]) for name in SERVICES}
+
+
+def full(client: Any) -> bool:
+    """Every serving server's replicas ready: one of each service per server here."""
+    n = len(serving_servers(client))
+    return n > 0 and ready(client) == {name: n for name in SERVICES}
+
+
+def wait_recovered(client: Any, want: Callable[[], bool], t0: float, timeout: float) -> float:
+    """Seconds from ``t0`` until ``want()`` and the two views agree."""
+    last: list[str] = []
+
+    def ok() -> bool:
+        nonlocal last
+        last = disagreements(client) if want() else ["capacity not back yet"]
+        return not last
+
+    try:
+        wait_for(ok, timeout, "capacity back and the views agreeing", every=0.25)
+    except AssertionError as e:
+        raise AssertionError(f"{e}: {last}; {server_states(client)}, {ready(client)}") from None
+    return round(time.monotonic() - t0, 2)
+
+
+class Traffic:
+    """Open-loop load on both services at once."""
+
+    def __init__(self, urls: dict[str, str], rates: dict[str, float]) -> None:
+        self.loads = {name: HttpLoad(urls[name]).start(rates[name]) for name in SERVICES}
+
+    def set_rates(self, rates: dict[str, float]) -> None:
+        for name, rate in rates.items():
+            self.loads[name].set_rate(rate)
+
+    def stop(self) -> dict[str, dict[str, Any]]:
+        """Per service: what was sent, the failures by HTTP status or error after the
+        client's one retry, and (``failed_without_retry``) what would have failed
+        without it."""
+        out = {}
+        for name, load in self.loads.items():
+            r = load.stop()
+            failed = sum(r["failures"].values())
+            out[name] = {
+                "sent": r["sent"],
+                "ok": r["ok"],
+                "failures": r["failures"],
+                "failed": failed,
+                "retried": r["retried"],
+                "failed_without_retry": failed + sum(r["retried"].values()),
+                "p50_ms": r["p50_ms"],
+                "p99_ms": r["p99_ms"],
+            }
+        return out
+
+
+def replica_pids(prefix: str) -> set[int]:
+    """Processes of this host whose title starts with ``ray::<prefix>`` (Ray names a
+    Serve replica's process ``ray::ServeReplica:<app>:<deployment>``). WHY not the State
+    API: a wait on its actor list for the killed replica's successor never ended in one
+    run; on one host the process table is the plain truth."""
+    out: set[int] = set()
+    for proc in Path("/proc").iterdir():
+        if not proc.name.isdigit():
+            continue
+        try:
+            title = (proc / "cmdline").read_bytes().split(b"\0")[0].decode(errors="replace")
+        except OSError:  # gone meanwhile
+            continue
+        if title.startswith(f"ray::{prefix}"):
+            out.add(int(proc.name))
+    return out
+
+
+def sigkill(pid: int) -> int:
+    os.kill(pid, 9)
+    return pid
