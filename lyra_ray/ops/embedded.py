@@ -24,6 +24,9 @@ log = logging.getLogger(__name__)
 
 ROOT = Path(__file__).resolve().parents[2]
 
+ADDRESS_VARS = ("RAY_ADDRESS", "RAY_API_SERVER_ADDRESS")
+"""Where Ray's clients look first for a cluster, even over an address they are given."""
+
 
 def free_port() -> int:
     with socket.socket() as s:
@@ -39,6 +42,8 @@ class EmbeddedCluster:
     workdir: Path
     nodes: dict[str, Any] = field(default_factory=dict)
     """node id -> the ``cluster_utils`` node handle (for :meth:`remove`)."""
+    saved_env: dict[str, str] = field(default_factory=dict)
+    """The address variables this process had before; back in place at shutdown."""
 
     def add_gpu_node(self, gpu: str, gpus: int, pool: str = "training", cpus: int = 2) -> str:
         node = self.cluster.add_node(
@@ -60,6 +65,9 @@ class EmbeddedCluster:
 
         ray.shutdown()
         self.cluster.shutdown()
+        for k in ADDRESS_VARS:
+            os.environ.pop(k, None)
+        os.environ.update(self.saved_env)
 
 
 def start_embedded(
@@ -73,6 +81,14 @@ def start_embedded(
     os.environ["PYTHONPATH"] = os.pathsep.join(
         [str(ROOT), *filter(None, [os.environ.get("PYTHONPATH")])]
     )
+    # WHY: an address another cluster left in the environment (``lyra up`` prints
+    # ``export RAY_ADDRESS=...``; it outlives ``lyra down``) reaches every process of this
+    # cluster, and Ray's State API takes it over any address it is given: Ray Train's
+    # placement-group cleaner then asked the dead cluster whether its controller lived,
+    # and a stopped run's GPUs were never freed (issue #31, item 6: a grow that never
+    # stepped, a reclaim that never served). The head starts without one; every node
+    # and client after it gets this cluster's own.
+    saved = {k: os.environ.pop(k) for k in ADDRESS_VARS if k in os.environ}
     dash = free_port()
     cluster = Cluster(
         initialize_head=True,
@@ -92,7 +108,9 @@ def start_embedded(
         cluster.address,
         f"http://127.0.0.1:{dash}",
         Path(tempfile.mkdtemp(prefix="lyra-embedded-")),
+        saved_env=saved,
     )
+    os.environ["RAY_ADDRESS"] = cluster.address
     try:
         for gpu, gpus in training:
             live.add_gpu_node(gpu, gpus, "training")

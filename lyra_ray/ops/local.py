@@ -145,6 +145,11 @@ def up(
     except BaseException:
         if info["pids"]:
             log.warning("lyra up failed: stopping the %d node(s) it started", len(info["pids"]))
+            import ray
+
+            # disconnect first: a driver left connected to the GCS `down` ends aborts
+            # this process 60 s later, before the error below is ever printed
+            ray.shutdown()
             down(str(h))
         raise
 
@@ -209,6 +214,11 @@ def _up(
         env["PYTHONPATH"] = os.pathsep.join([repo, *filter(None, [env.get("PYTHONPATH")])])
         port, dash = _free_port(), int(os.environ.get("LYRA_DASHBOARD_PORT", _free_port()))
         address = f"127.0.0.1:{port}"
+        # the new cluster's own address, never one an old `lyra up` left exported: Ray's
+        # State API prefers it to any address given (see ops/embedded.py: a stopped Train
+        # run's GPUs were never freed)
+        env.pop("RAY_API_SERVER_ADDRESS", None)
+        env["RAY_ADDRESS"] = address
         head = [
             "--head",
             f"--port={port}",

@@ -1,0 +1,62 @@
+"""A cluster started here never inherits another cluster's address (issue #31, item 6).
+
+``lyra up`` prints ``export RAY_ADDRESS=...``; after ``lyra down`` that address names a
+dead cluster, and Ray's State API prefers it to any address it is given. Inherited by an
+embedded cluster's processes, it kept Ray Train's placement-group cleaner from freeing a
+stopped run's GPUs. Ray itself is faked here: what matters is the environment the head
+and the later nodes are started under, and that the caller's comes back at shutdown.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+import pytest
+import ray
+import ray.cluster_utils
+
+from lyra_ray.ops import embedded
+
+STALE = "127.0.0.1:1"
+
+
+class FakeCluster:
+    address = "127.0.0.1:6399"
+
+    def __init__(self, **_: Any) -> None:
+        self.env_at_head = dict(os.environ)
+        self.env_at_nodes: list[dict[str, str]] = []
+
+    def add_node(self, **_: Any) -> Any:
+        self.env_at_nodes.append(dict(os.environ))
+        return type("Node", (), {"node_id": f"n{len(self.env_at_nodes)}"})()
+
+    def wait_for_nodes(self) -> None:
+        pass
+
+    def shutdown(self) -> None:
+        pass
+
+
+def test_the_head_gets_no_stale_address_and_later_nodes_get_this_clusters(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    for var in ("RAY_TMPDIR", "PYTHONPATH"):  # start_embedded sets these: restored after
+        monkeypatch.setenv(var, os.environ.get(var, ""))
+    monkeypatch.setenv("RAY_ADDRESS", STALE)
+    monkeypatch.setenv("RAY_API_SERVER_ADDRESS", "http://127.0.0.1:2")
+    monkeypatch.setattr(ray.cluster_utils, "Cluster", FakeCluster)
+    monkeypatch.setattr(ray, "init", lambda **_: None)
+    monkeypatch.setattr(ray, "shutdown", lambda: None)
+    live = embedded.start_embedded(training=[("v100", 1)], inference=[("t4", 2)])
+    fake = live.cluster
+    assert "RAY_ADDRESS" not in fake.env_at_head
+    assert "RAY_API_SERVER_ADDRESS" not in fake.env_at_head
+    for env in fake.env_at_nodes:
+        assert env["RAY_ADDRESS"] == FakeCluster.address
+        assert "RAY_API_SERVER_ADDRESS" not in env
+    assert os.environ["RAY_ADDRESS"] == FakeCluster.address  # this process's clients too
+    live.shutdown()
+    assert os.environ["RAY_ADDRESS"] == STALE  # the caller's environment as it was
+    assert os.environ["RAY_API_SERVER_ADDRESS"] == "http://127.0.0.1:2"
