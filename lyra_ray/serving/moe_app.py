@@ -1,25 +1,24 @@
 """Lina's MoE model as a lyra inference service, on the servers lyra lends and reclaims.
 
-WHY one deployment per GPU, not one per expert (as the private app ``lyra moe serve`` ran
-until issue #31 had): lyra lends and reclaims whole servers, so a server's replicas must form one
-application that can be drained and deleted alone (:mod:`lyra_ray.serving.apps`); and
-Lina places expert *replicas on devices*. Each GPU of a serving server is a deployment
-``gpu<k>`` of one replica (:class:`MoEDevice`), pinned to its server, that holds the
-experts the plan gives it. The ingress (:class:`MoEServiceIngress`) runs embedding,
-attention and gating, and plans with Lina's planner over the devices of the servers that
-serve (:mod:`lyra_ray.serving.moe_plan`): lending a server lowers the replica budget and
-re-plans onto the devices left; a reclaim re-plans with the server back; in between,
-phase 2 re-plans the layers whose actual routing drifted from the plan, on the ingress's
-own clock (every ``replan_s``), behind a hysteresis gate (:mod:`lyra_ray.serving.moe_drift`).
-A spec with ``uniform: 1`` keeps every expert at the same number of replicas (the baseline
-Lina is measured against) and never re-plans on drift.
+WHY one deployment per GPU, not one per expert: lyra lends and reclaims whole servers, so
+a server's replicas must form one application that can be drained and deleted alone
+(:mod:`lyra_ray.serving.apps`); and Lina places expert *replicas on devices*. Each GPU of
+a serving server is a deployment ``gpu<k>`` of one replica (:class:`MoEDevice`), pinned
+to its server, that holds the experts the plan gives it. The ingress
+(:class:`MoEServiceIngress`) runs embedding, attention and gating, and plans with Lina's
+planner over the devices of the servers that serve (:mod:`lyra_ray.serving.moe_plan`):
+lending a server lowers the replica budget and re-plans onto the devices left; a reclaim
+re-plans with the server back; in between, phase 2 re-plans the layers whose actual
+routing drifted from the plan, on the ingress's own clock (every ``replan_s``), behind a
+hysteresis gate (:mod:`lyra_ray.serving.moe_drift`). A spec with ``uniform: 1`` keeps
+every expert at the same number of replicas (the baseline Lina is measured against) and
+never re-plans on drift.
 
-A device stands for a GPU running its experts: each call takes, inside the device lock, the
-H200 expert-time model of the tokens it carries (``lyra_ray.moe_serving.expert_time``: a roofline
-with a launch floor) for the expert shape ``cost_dim`` x ``cost_hidden`` (the model's own
-``dim`` x ``hidden`` unless set), slept out on the CPU-only hosts here after the real
-(small) expert runs. A spec that sets ``service_ms``
-gets that constant per call instead (:func:`call_seconds`).
+A device stands for a GPU running its experts: each call takes, inside the device lock,
+the H200 expert-time model of its tokens (``lyra_ray.moe_serving.expert_time``: a roofline
+with a launch floor) for the expert shape ``cost_dim`` x ``cost_hidden`` (default: the
+model's), slept out here after the real (small) expert runs; a spec that sets
+``service_ms`` gets that constant per call instead (:func:`call_seconds`).
 
 A plan switch drops no request: a request keeps the routing table it started with to
 its last layer; the pool deletes a drained server's app only once no request holding a
@@ -50,6 +49,9 @@ from lyra_ray.serving.spec import moe_knobs
 log = logging.getLogger(__name__)
 
 WAIT_FOR_TABLE_S = 10.0
+LOAD_TIMEOUT_S = 20.0
+"""How long a re-plan waits for its devices to load their experts (below the pool's 30 s
+call timeout, so a failed re-plan answers the pool, which calls again next poll)."""
 DEVICE_GPU = "h200"
 """The GPU type whose expert-time model a device's calls take (the one measured)."""
 
@@ -140,16 +142,8 @@ class MoEServiceIngress:
         self.torch = torch
         k = moe_knobs(config)
         self.service = service
-        self.cfg = MoEConfig(
-            layers=int(k["layers"]),
-            experts=int(k["experts"]),
-            top_k=int(k["top_k"]),
-            dim=int(k["dim"]),
-            hidden=int(k["hidden"]),
-            skew=float(k["skew"]),
-            correlation=float(k["correlation"]),
-            seed=int(k["seed"]),
-        )
+        ints = {f: int(k[f]) for f in ("layers", "experts", "top_k", "dim", "hidden", "seed")}
+        self.cfg = MoEConfig(**ints, skew=float(k["skew"]), correlation=float(k["correlation"]))
         self.slots = int(k["slots"])
         self.batch, self.seq = int(k["batch"]), int(k["seq"])
         self.replan_s = float(k["replan_s"])
@@ -182,6 +176,7 @@ class MoEServiceIngress:
         self.rng = np.random.default_rng(self.cfg.seed + 1)
         self._handles: dict[tuple[str, int], Any] = {}
         self._plan_lock: asyncio.Lock | None = None
+        self._planned_for: dict[str, tuple[str, int]] | None = None
         self._phase2: asyncio.Task[None] | None = None
 
     # ---------------------------------------------------------------- what the pool calls
@@ -191,9 +186,10 @@ class MoEServiceIngress:
         servers = {node: (str(app), int(gpus)) for node, (app, gpus) in backends.items()}
         if self._phase2 is None and self.replan_s > 0:
             self._phase2 = asyncio.get_running_loop().create_task(self._phase2_loop())
-        if servers != self.servers or self.table is None:
-            before = sorted(self.servers)
-            self.servers = servers
+        # Against what the table in use was planned for, not the last call: a re-plan
+        # that failed (a lost server's device not answering) is tried again next call.
+        if servers != self._planned_for or self.table is None:
+            before, self.servers = sorted(self.servers), servers
             await self._replan(f"servers {len(before)} -> {len(servers)}")
         return sorted(self.servers)
 
@@ -236,8 +232,8 @@ class MoEServiceIngress:
         if self._plan_lock is None:
             self._plan_lock = asyncio.Lock()
         async with self._plan_lock:
-            servers = {n: g for n, (_app, g) in self.servers.items()}
-            devices = devices_of(servers)
+            planned_for = dict(self.servers)
+            devices = devices_of({n: g for n, (_app, g) in planned_for.items()})
             if not devices:
                 return
             if drifted is not None and self.table is not None and devices == self.table.devices:
@@ -250,7 +246,7 @@ class MoEServiceIngress:
             await self._load(table)
             if self.table is not None and self.table.active:
                 self.old.append(self.table)
-            self.table = table
+            self.table, self._planned_for = table, planned_for
             self.old = [t for t in self.old if t.active]
             self.expert_metrics.planned(table.counts)
             entry = {"at": time.time(), "reason": reason, **table.summary()}
@@ -263,7 +259,9 @@ class MoEServiceIngress:
         for i, dev in enumerate(table.devices):
             experts = [(la, e, [self.weights[la][e]]) for la, e in table.hosted(i)]
             calls.append(self._handle(dev).host.remote(experts))
-        await asyncio.gather(*calls)
+        # A device on a lost server never answers: fail the re-plan (and free its lock)
+        # rather than hold every later one behind it; the pool's next call retries.
+        await asyncio.wait_for(asyncio.gather(*calls), LOAD_TIMEOUT_S)
 
     def _handle(self, dev: Device) -> Any:
         """The device's handle; a drained server's stays known while old tables use it."""
