@@ -172,9 +172,9 @@ def main(argv: list[str] | None = None) -> int:
     os.environ.setdefault("RAY_AUTH_MODE", "disabled")
     os.environ.setdefault("RAY_TMPDIR", "/tmp/ray-lyra-bench")
     from benchmarks.moe.service_run import sample_requests
-    from lyra_ray.ops.embedded import embedded_cluster, free_port
-    from lyra_ray.runtime.scheduler import start_scheduler
+    from lyra_ray.ops.embedded import embedded_cluster
     from lyra_ray.sdk import Client
+    from tests.ray.live_helpers import start_lending_scheduler
 
     knobs = moe_knobs(service_spec("lina", args)["config"])
     n = int(args.high_rps * args.phase_s * 2 + args.low_rps * args.phase_s * 1.5 + 50)
@@ -182,17 +182,7 @@ def main(argv: list[str] | None = None) -> int:
     started = time.time()
     arms: dict[str, Any] = {}
     with embedded_cluster([(GPU, 2)], [(GPU, 2), (GPU, 2)]) as live:
-        start_scheduler(
-            {
-                "policy": "lyra",
-                "policy_args": {"reserve_fraction": 0.0, "loan_max_remaining_s": None},
-                "state_dir": str(live.workdir / "state"),
-                "storage_path": str(live.workdir / "ckpt"),
-                "period_s": 0.5,
-                "grace_s": 30.0,
-                "serve_port": free_port(),
-            }
-        )
+        start_lending_scheduler(live.workdir)
         client = Client(live.address)
         for arm in ARMS:
             arms[arm] = run_arm(client, arm, args, bodies)

@@ -42,7 +42,8 @@ from tests.chaos.serving_faults import (
     sigkill,
     wait_recovered,
 )
-from tests.ray.conftest import LiveCluster, free_port, start_cluster
+from tests.ray.conftest import LiveCluster, start_cluster
+from tests.ray.live_helpers import start_lending_scheduler
 
 pytestmark = [pytest.mark.ray, pytest.mark.timeout(900)]
 
@@ -75,20 +76,9 @@ def live() -> Iterator[LiveCluster]:
 
 @pytest.fixture(scope="module")
 def client(live: LiveCluster) -> Any:
-    from lyra_ray.runtime.scheduler import start_scheduler
     from lyra_ray.sdk import Client
 
-    start_scheduler(
-        {
-            "policy": "lyra",
-            "policy_args": {"reserve_fraction": 0.0, "loan_max_remaining_s": None},
-            "state_dir": str(live.workdir / "state"),
-            "storage_path": str(live.workdir / "ckpt"),
-            "period_s": 0.5,
-            "grace_s": 30.0,
-            "serve_port": free_port(),
-        }
-    )
+    start_lending_scheduler(live.workdir)
     return Client(live.address, retry_s=180.0)
 
 

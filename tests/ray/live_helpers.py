@@ -96,3 +96,23 @@ def actor_gone(name: str) -> bool:
     except ValueError:
         return True
     return False
+
+
+def start_lending_scheduler(workdir: Path) -> None:
+    """The scheduler under Lyra, lending every server serving does not need (no reserve)
+    and letting jobs of any length onto a lent server: the serving tests and benchmarks
+    want a loan at low load. It polls every 0.5 s; Serve's proxy gets a free port."""
+    from lyra_ray.ops.embedded import free_port
+    from lyra_ray.runtime.scheduler import start_scheduler
+
+    start_scheduler(
+        {
+            "policy": "lyra",
+            "policy_args": {"reserve_fraction": 0.0, "loan_max_remaining_s": None},
+            "state_dir": str(workdir / "state"),
+            "storage_path": str(workdir / "ckpt"),
+            "period_s": 0.5,
+            "grace_s": 30.0,
+            "serve_port": free_port(),
+        }
+    )

@@ -15,12 +15,13 @@ from typing import Any
 
 import pytest
 
-from tests.ray.conftest import LiveCluster, free_port, start_cluster, stop_cluster
+from tests.ray.conftest import LiveCluster, start_cluster, stop_cluster
 from tests.ray.http_load import HttpLoad
 from tests.ray.live_helpers import (
     assert_every_step_once,
     assert_placements_match,
     job,
+    start_lending_scheduler,
     wait_until,
 )
 
@@ -45,22 +46,9 @@ def pool_cluster() -> Iterator[LiveCluster]:
 
 @pytest.fixture(scope="module")
 def client(pool_cluster: LiveCluster) -> Any:
-    from lyra_ray.runtime.scheduler import start_scheduler
     from lyra_ray.sdk import Client
 
-    start_scheduler(
-        {
-            "policy": "lyra",
-            # Lend every server serving does not need (no reserve), and let jobs of any
-            # length onto loaned servers: the test wants a loan at low load.
-            "policy_args": {"reserve_fraction": 0.0, "loan_max_remaining_s": None},
-            "state_dir": str(pool_cluster.workdir / "state"),
-            "storage_path": str(pool_cluster.workdir / "ckpt"),
-            "period_s": 0.5,
-            "grace_s": 30.0,
-            "serve_port": free_port(),
-        }
-    )
+    start_lending_scheduler(pool_cluster.workdir)
     return Client(pool_cluster.address)
 
 

@@ -21,9 +21,9 @@ from typing import Any
 
 import pytest
 
-from tests.ray.conftest import LiveCluster, free_port, start_cluster, stop_cluster
+from tests.ray.conftest import LiveCluster, start_cluster, stop_cluster
 from tests.ray.http_load import HttpLoad
-from tests.ray.live_helpers import wait_until
+from tests.ray.live_helpers import start_lending_scheduler, wait_until
 
 pytestmark = [pytest.mark.ray, pytest.mark.timeout(600)]
 
@@ -40,7 +40,6 @@ BOUND = 1.3
 @pytest.fixture(scope="module")
 def client() -> Iterator[Any]:
     pytest.importorskip("ray")
-    from lyra_ray.runtime.scheduler import start_scheduler
     from lyra_ray.sdk import Client
 
     live: LiveCluster = start_cluster(nodes=())
@@ -49,17 +48,7 @@ def client() -> Iterator[Any]:
         live.add_gpu_node(GPU, 2, pool="inference")
     live.cluster.wait_for_nodes()
     try:
-        start_scheduler(
-            {
-                "policy": "lyra",
-                "policy_args": {"reserve_fraction": 0.0, "loan_max_remaining_s": None},
-                "state_dir": str(live.workdir / "state"),
-                "storage_path": str(live.workdir / "ckpt"),
-                "period_s": 0.5,
-                "grace_s": 30.0,
-                "serve_port": free_port(),
-            }
-        )
+        start_lending_scheduler(live.workdir)
         yield Client(live.address)
     finally:
         stop_cluster(live)

@@ -17,7 +17,7 @@ import pytest
 
 from tests.ray.conftest import LiveCluster, free_port, start_cluster, stop_cluster
 from tests.ray.http_load import HttpLoad
-from tests.ray.live_helpers import job, wait_until
+from tests.ray.live_helpers import job, start_lending_scheduler, wait_until
 
 pytestmark = [pytest.mark.ray, pytest.mark.timeout(900)]
 
@@ -53,22 +53,11 @@ def _has_data(p: Any, expr: str) -> bool:
 def test_every_dashboard_query_returns_data(
     observed: tuple[LiveCluster, Any], tmp_path: Any
 ) -> None:
-    from lyra_ray.runtime.scheduler import start_scheduler
     from lyra_ray.sdk import Client
     from lyra_ray.telemetry.dashboard import build_dashboard, prometheus_queries
 
     live, p = observed
-    start_scheduler(
-        {
-            "policy": "lyra",
-            "policy_args": {"reserve_fraction": 0.0, "loan_max_remaining_s": None},
-            "state_dir": str(live.workdir / "state"),
-            "storage_path": str(live.workdir / "ckpt"),
-            "period_s": 0.5,
-            "grace_s": 30.0,
-            "serve_port": free_port(),
-        }
-    )
+    start_lending_scheduler(live.workdir)
     client = Client(live.address)
     jid = client.submit(
         job(
