@@ -36,6 +36,8 @@ from typing import Any
 
 import numpy as np
 from ray import serve
+from ray.exceptions import RayActorError
+from ray.serve.exceptions import DeploymentUnavailableError, ReplicaUnavailableError
 
 from lyra_ray.contract.labels import NODE_ID_LABEL
 from lyra_ray.moe_serving.expert_time import ExpertCost
@@ -43,7 +45,7 @@ from lyra_ray.serving.meter import RequestMeter
 from lyra_ray.serving.moe_drift import DriftGate
 from lyra_ray.serving.moe_metrics import ExpertMetrics
 from lyra_ray.serving.moe_plan import Device, RoutingTable, devices_of, plan_devices
-from lyra_ray.serving.moe_request import check_tokens, check_topics
+from lyra_ray.serving.moe_request import request_tokens
 from lyra_ray.serving.spec import moe_knobs
 
 log = logging.getLogger(__name__)
@@ -52,14 +54,17 @@ WAIT_FOR_TABLE_S = 10.0
 LOAD_TIMEOUT_S = 20.0
 """How long a re-plan waits for its devices to load their experts (below the pool's 30 s
 call timeout, so a failed re-plan answers the pool, which calls again next poll)."""
+DEVICE_CALL_TIMEOUT_S, RETRY_WAIT_S = 15.0, 40.0
+"""A layer's expert calls slower than this fail the attempt (a lost server's device never
+answers), which then waits this long for a newer plan: in all, under a client's 60 s."""
+_GONE = (RayActorError, ReplicaUnavailableError, DeploymentUnavailableError, TimeoutError)
 DEVICE_GPU = "h200"
 """The GPU type whose expert-time model a device's calls take (the one measured)."""
 
 
 def call_seconds(service_ms: float | None, expert: ExpertCost, tokens: int) -> float:
-    """Device seconds of one expert call of ``tokens`` tokens: ``service_ms`` when the
-    spec sets it (an explicit override, the same for every call), else the expert-time
-    model of the call's tokens for the service's expert shape."""
+    """Device seconds of one expert call of ``tokens`` tokens: the spec's ``service_ms``
+    if it sets one (the same for every call), else the expert-time model's."""
     if service_ms is not None:
         return service_ms / 1000.0
     return expert.seconds(tokens)
@@ -73,12 +78,9 @@ def device_service_ms(config: Mapping[str, Any]) -> float | None:
 
 @serve.deployment(max_ongoing_requests=10_000, ray_actor_options={"num_cpus": 0})
 class MoEDevice:
-    """One GPU: the expert replicas the plan puts here, run one call at a time.
-
-    Each call sleeps, inside the device lock, the GPU time of its expert kernel, which the
-    CPU-only hosts here cannot give: :func:`call_seconds` of the call's tokens (the H200
-    expert-time model for ``expert`` = (dim, hidden), or ``service_ms`` when given).
-    """
+    """One GPU: the expert replicas the plan puts here, run one call at a time; each call
+    sleeps, inside the device lock, the GPU time of its kernel, which the CPU-only hosts
+    here cannot give (:func:`call_seconds` of its tokens for ``expert`` = (dim, hidden))."""
 
     def __init__(
         self,
@@ -88,8 +90,7 @@ class MoEDevice:
         peers: list[Any] | None = None,
         expert: tuple[int, int] = (32, 64),
     ) -> None:
-        """``peers``: the server's other devices, bound here only because a Serve app
-        needs one deployment through which all others are reachable (this is ``gpu0``)."""
+        """``peers``: the server's other devices, reachable through this one (``gpu0``)."""
         self.node_id, self.index = node_id, index
         self.service_ms = service_ms
         self.expert = ExpertCost(expert[0], expert[1], DEVICE_GPU)
@@ -294,19 +295,39 @@ class MoEServiceIngress:
     # ---------------------------------------------------------------- requests
 
     async def _run(self, tokens: Any) -> tuple[Any, frozenset[str]]:
-        from lyra_ray.moe_serving.dynamic import chunk_hosts, static_hosts
-
-        deadline = time.monotonic() + WAIT_FOR_TABLE_S
-        while self.table is None and time.monotonic() < deadline:
-            await asyncio.sleep(0.05)
-        tab = self.table
+        """The request on the plan in use. WHY one retry: a request crosses every device of
+        its plan, so one on a lost server fails it; the pool re-plans onto the servers
+        left, and the (idempotent) request runs once more on that newer plan."""
+        tab = await self._table_after(WAIT_FOR_TABLE_S, None)
         if tab is None:
             self.meter.reject()
             raise RuntimeError("no device serves yet")
-        torch, model = self.torch, self.model
-        tab.active += 1
         self.meter.begin()
         ok = False
+        try:
+            try:
+                out = await self._run_on(tab, tokens)
+            except _GONE:
+                log.warning("%s: a device of its plan went mid-request", self.service)
+                tab = await self._table_after(RETRY_WAIT_S, tab) or tab
+                out = await self._run_on(tab, tokens)
+            ok = True
+            return out, tab.nodes
+        finally:
+            self.meter.end(ok)
+
+    async def _table_after(self, wait_s: float, old: RoutingTable | None) -> RoutingTable | None:
+        """The plan in use once there is one other than ``old`` (None after ``wait_s``)."""
+        deadline = time.monotonic() + wait_s
+        while (self.table is None or self.table is old) and time.monotonic() < deadline:
+            await asyncio.sleep(0.05)
+        return None if self.table is old else self.table
+
+    async def _run_on(self, tab: RoutingTable, tokens: Any) -> Any:
+        from lyra_ray.moe_serving.dynamic import chunk_hosts, static_hosts
+
+        torch, model = self.torch, self.model
+        tab.active += 1
         try:
             h = model.embed(torch.as_tensor(tokens, dtype=torch.long))
             for layer in range(self.cfg.layers):
@@ -325,12 +346,9 @@ class MoEServiceIngress:
                     *(self._expert(tab, layer, d.expert, xn[d.rows], where[d.expert]) for d in ds)
                 )
                 h = model.combine(h, ds, list(ys))
-            out = model.finish(h).numpy()
-            ok = True
-            return out, tab.nodes
+            return model.finish(h).numpy()
         finally:
             tab.active -= 1
-            self.meter.end(ok)
 
     async def _expert(self, tab: RoutingTable, layer: int, e: int, x: Any, devs: list[int]) -> Any:
         chunks = np.array_split(x.numpy(), len(devs))
@@ -339,24 +357,8 @@ class MoEServiceIngress:
             self._handle(tab.devices[d]).remote(layer, e, c, ref)
             for c, d in zip(chunks, devs, strict=True)
         ]
-        outs = await asyncio.gather(*calls)
+        outs = await asyncio.wait_for(asyncio.gather(*calls), DEVICE_CALL_TIMEOUT_S)
         return self.torch.from_numpy(np.concatenate(outs))
-
-    def _tokens(self, body: Any) -> Any:
-        """The request's token ids [B, T]; a body without ``tokens`` gets a sampled batch,
-        its topic mix the body's ``topics`` or drawn per request (what load tests send)."""
-        from lyra_ray.moe_serving.workload import sample_batch
-
-        body = body if isinstance(body, dict) else {}
-        raw = body.get("tokens")
-        if raw is None:
-            topics = body.get("topics")
-            if topics is not None:
-                mix = check_topics(topics, self.cfg.topics)
-            else:
-                mix = self.rng.dirichlet(np.full(self.cfg.topics, 0.5))
-            return sample_batch(self.cfg, self.rng, self.batch, self.seq, mix).numpy()
-        return check_tokens(raw, self.cfg.vocab)
 
     async def __call__(self, request: Any) -> Any:
         from starlette.responses import JSONResponse
@@ -368,7 +370,7 @@ class MoEServiceIngress:
             except ValueError:
                 return JSONResponse({"error": "body: not JSON"}, status_code=400)
         try:
-            tokens = self._tokens(body)
+            tokens = request_tokens(body, self.cfg, self.rng, self.batch, self.seq)
         except ValueError as e:
             return JSONResponse({"error": str(e)}, status_code=400)
         try:

@@ -42,3 +42,21 @@ def check_topics(raw: Any, topics: int) -> npt.NDArray[np.float64]:
         raise ValueError("field 'topics': weights must be finite, >= 0 and not all 0")
     out: npt.NDArray[np.float64] = mix / mix.sum()
     return out
+
+
+def request_tokens(body: Any, cfg: Any, rng: np.random.Generator, batch: int, seq: int) -> Any:
+    """The request's token ids [B, T]; a body without ``tokens`` gets a sampled batch
+    (``cfg``: the service's ``MoEConfig``), its topic mix the body's ``topics`` or drawn per
+    request (what load tests send)."""
+    from lyra_ray.moe_serving.workload import sample_batch
+
+    body = body if isinstance(body, dict) else {}
+    raw = body.get("tokens")
+    if raw is None:
+        topics = body.get("topics")
+        if topics is not None:
+            mix = check_topics(topics, cfg.topics)
+        else:
+            mix = rng.dirichlet(np.full(cfg.topics, 0.5))
+        return sample_batch(cfg, rng, batch, seq, mix).numpy()
+    return check_tokens(raw, cfg.vocab)
