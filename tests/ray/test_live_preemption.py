@@ -159,14 +159,25 @@ def test_elastic_job_resized_2_4_2(
     wait_until(lambda: workers_now() == 4, 120, "elastic job grown to 4")
     # the 4-worker run must really step before the next arrival shrinks it again
     wait_until(lambda: steps_at(4) >= 10, 180, "elastic job stepping with 4 workers")
-    late = client.submit(job("rigid-2", 30, tmp_path / "g.log", workers=2, throughput=only_v100))
+    # The arrival holds its 2 GPUs until the shrunk run has stepped: were it to finish
+    # first, the job would grow again before its 2-worker run stepped, and that shrink's
+    # record would (rightly) close as interrupted, without its last two phases.
+    late = client.submit(
+        job("rigid-2", 100_000, tmp_path / "g.log", workers=2, throughput=only_v100)
+    )
     wait_until(lambda: workers_now() == 2, 120, "elastic job shrunk to 2")
+
+    def shrink_record() -> dict[str, Any]:
+        return client.status(el).get("last_restart") or {}
+
     wait_until(  # lyra status (and --json's last_restart) shows the shrink's phases
-        lambda: (client.status(el).get("last_restart") or {}).get("to_workers") == 2,
-        120,
+        lambda: shrink_record().get("to_workers") == 2,
+        180,
         "the shrink's phases in the job's status",
     )
-    assert client.wait(late, timeout=300)["status"] == "finished"
+    assert not shrink_record().get("interrupted"), shrink_record()
+    client.cancel(late)
+    assert client.wait(late, timeout=300)["status"] == "cancelled"
     st = client.wait(el, timeout=400)
     assert st["status"] == "finished" and st["steps_done"] == 400
     sizes = [a["workers"] for _t, j, _g, a in client.call("launches") if j == el]
