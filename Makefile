@@ -11,7 +11,7 @@ PURE := lyra_ray/model lyra_ray/scheduling lyra_ray/sim lyra_ray/telemetry lyra_
 export RAY_USAGE_STATS_ENABLED := 0
 export PYTHONUNBUFFERED := 1
 
-.PHONY: demo demo-sim test test-unit lint bench clean prometheus
+.PHONY: demo demo-sim test test-unit lint bench clean prometheus chromium
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -31,7 +31,10 @@ demo-sim: $(STAMP)
 prometheus:
 	@scripts/ensure_prometheus.sh
 
-test: $(STAMP) prometheus
+chromium:
+	@scripts/ensure_chromium.sh
+
+test: $(STAMP) prometheus chromium
 	$(PY) -m pytest -q -p no:cacheprovider --durations=15 tests
 
 test-unit: $(STAMP)
