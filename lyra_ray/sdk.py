@@ -155,26 +155,29 @@ class Client:
         job: JobSpec | Mapping[str, Any] | str | Path,
         runtime_env: Mapping[str, Any] | None = None,
         inherit_env: bool = True,
+        team: str | None = None,
     ) -> str:
-        """Queue one job; returns its id. A path must hold exactly one job.
+        """Queue one job; returns its id. A path must hold exactly one job. ``team``:
+        the team it runs under (one you belong to; default: your team).
 
         ``runtime_env`` (``working_dir``, ``py_modules``, ``pip``, ``env_vars``, as Ray
         defines them; local paths relative to the current directory) overrides this
         driver's own; the job's ``runtime_env`` field overrides both. ``inherit_env``:
         start from this driver's runtime env (Ray's own rule for tasks it starts)."""
         if isinstance(job, str | Path):
-            ids = self.submit_file(job, runtime_env, inherit_env)
+            ids = self.submit_file(job, runtime_env, inherit_env, team=team)
             if len(ids) != 1:
                 raise SpecError(f"{job}: holds {len(ids)} jobs; use submit_file()")
             return ids[0]
         raw = self._prepare(self._to_dict(job), ".", runtime_env, inherit_env)
-        return self._submit_prepared(raw)
+        return self._submit_prepared(raw, team)
 
-    def _submit_prepared(self, raw: dict[str, Any]) -> str:
+    def _submit_prepared(self, raw: dict[str, Any], team: str | None = None) -> str:
         token = uuid.uuid4().hex  # makes the retried call idempotent
         origin = {"ray_job": self.ray_job} if self.ray_job else None
+        extra: dict[str, Any] = {"team": team} if team is not None else {}
         reply: dict[str, Any] = self._call(
-            "submit", raw, token, origin=origin, timeout=BOUNDARY_TIMEOUT_S
+            "submit", raw, token, origin=origin, timeout=BOUNDARY_TIMEOUT_S, **extra
         )
         if not reply.get("ok"):
             raise SpecError(str(reply.get("error")))
@@ -185,11 +188,12 @@ class Client:
         path: str | Path,
         runtime_env: Mapping[str, Any] | None = None,
         inherit_env: bool = True,
+        team: str | None = None,
     ) -> list[str]:
         """Queue every job of a YAML job list, after validating all of them; a job's own
         ``runtime_env`` paths are relative to the file's folder."""
         return self.submit_entries(
-            load_job_entries(path), runtime_env, inherit_env, base=Path(path).parent
+            load_job_entries(path), runtime_env, inherit_env, base=Path(path).parent, team=team
         )
 
     def submit_entries(
@@ -198,14 +202,21 @@ class Client:
         runtime_env: Mapping[str, Any] | None = None,
         inherit_env: bool = True,
         base: str | Path = ".",
+        team: str | None = None,
     ) -> list[str]:
         """Queue every job mapping, after the scheduler has accepted all of them: one
-        refused job queues none."""
+        refused job queues none (``team``: as :meth:`submit`)."""
         raws = [self._prepare(self._to_dict(e), base, runtime_env, inherit_env) for e in entries]
         tokens = [uuid.uuid4().hex for _ in raws]  # a retried call queues each job once
         origin = {"ray_job": self.ray_job} if self.ray_job else None
+        extra: dict[str, Any] = {"team": team} if team is not None else {}
         reply: dict[str, Any] = self._call(
-            "submit_all", raws, tokens, origin=origin, timeout=BOUNDARY_TIMEOUT_S * len(raws)
+            "submit_all",
+            raws,
+            tokens,
+            origin=origin,
+            timeout=BOUNDARY_TIMEOUT_S * len(raws),
+            **extra,
         )
         if not reply.get("ok"):
             raise SpecError(str(reply.get("error")))
@@ -285,10 +296,43 @@ class Client:
         out: dict[str, Any] = self._call("whoami")
         return out
 
-    def add_user(self, name: str, admin: bool = False) -> str:
+    def add_user(self, name: str, admin: bool = False, team: str | None = None) -> str:
         """Create a user (admins only; the first user of an open cluster must be an
-        admin); returns its token, which lyra keeps only as a hash."""
-        return self._user_reply(self._call("user_add", name, admin, retry=False))
+        admin), in ``team`` (default: ``default``); returns its token, which lyra keeps
+        only as a hash."""
+        extra: dict[str, Any] = {"team": team} if team is not None else {}
+        return self._user_reply(self._call("user_add", name, admin, retry=False, **extra))
+
+    def move_user(self, name: str, team: str) -> None:
+        """Put a user in another team (admins only); their running jobs keep theirs."""
+        self._user_reply(self._call("user_move", name, team))
+
+    # ------------------------------------------------------------------ teams (admins)
+
+    def add_team(self, name: str, **settings: Any) -> dict[str, Any]:
+        """Create a team: ``quota="v100=4,k80=2"`` or ``quota_effective=8.0``, and
+        ``weight``, ``borrow_limit``, ``lend_limit``, ``preemptible`` (docs/teams.md)."""
+        return self._team_reply(self._call("team_add", name, settings, retry=False))
+
+    def set_team(self, name: str, **settings: Any) -> dict[str, Any]:
+        """Change some of a team's settings (``None`` clears a limit)."""
+        return self._team_reply(self._call("team_set", name, settings))
+
+    def remove_team(self, name: str, force: bool = False) -> dict[str, Any]:
+        """Delete a team; refused while it has running or queued jobs unless ``force``
+        (which cancels them). Its members go back to ``default``."""
+        return self._team_reply(self._call("team_remove", name, force))
+
+    def teams(self) -> builtins.list[dict[str, Any]]:
+        """Every team's settings and members."""
+        out: builtins.list[dict[str, Any]] = self._call("team_list")
+        return out
+
+    @staticmethod
+    def _team_reply(reply: dict[str, Any]) -> dict[str, Any]:
+        if not reply.get("ok"):
+            raise SpecError(str(reply.get("error")))
+        return reply
 
     def issue_token(self, name: str) -> str:
         """Another token for an existing user (admins only)."""

@@ -25,6 +25,7 @@ from lyra_ray.cli.status_view import (
     job_row,
     status_json,
 )
+from lyra_ray.cli.team_view import print_teams
 from lyra_ray.model.errors import InputError
 from lyra_ray.model.pools import GRAMMAR
 
@@ -71,6 +72,7 @@ def register(sub: Any) -> None:
         help="block until every job has ended; SIGTERM/SIGINT (`ray job stop`) cancels them",
     )
     p.add_argument("--timeout", type=float, default=None)
+    p.add_argument("--team", default=None, help="run under TEAM (one you are in; default yours)")
     p.set_defaults(func=_submit)
 
     p = sub.add_parser("status", help="a table of jobs (or one job)")
@@ -125,7 +127,7 @@ def _submit(args: argparse.Namespace) -> int:
     c = _client(args.address)
     stop = StopSignals(args.wait)
     with stop:
-        ids = c.submit_entries(entries, extra, base=Path(args.file).parent)
+        ids = c.submit_entries(entries, extra, base=Path(args.file).parent, team=args.team)
         _print_submitted(c, ids, entries)
         if not args.wait:
             print(f"submitted {len(ids)} job(s); follow them with `lyra status --watch`")
@@ -179,6 +181,7 @@ def _status(args: argparse.Namespace) -> int:
                 print(json.dumps(status_json(view), indent=2))
             else:
                 _print_servers(view)
+                print_teams(view.get("teams", []))
                 _print_table(view["jobs"], args.wide)
                 _print_pairs(view["jobs"])
                 _print_ignored(view)

@@ -23,6 +23,7 @@ _GROUPS = (
     "lyra_ray.cli.sim",
     "lyra_ray.cli.live",
     "lyra_ray.cli.users",
+    "lyra_ray.cli.teams",
     "lyra_ray.cli.serve",
     "lyra_ray.cli.dashboard",
     "lyra_ray.cli.plan",

@@ -104,6 +104,7 @@ def job_row(r: dict[str, Any]) -> dict[str, Any]:
         "steps": r.get("steps_done", 0),
         "total_steps": r.get("total_steps"),
         "user": r.get("user"),
+        "team": r.get("team"),
         "generation": r.get("generation"),
         "ray_job": r.get("ray_job"),
         "queued_s": r.get("queued_s"),
@@ -114,7 +115,8 @@ def job_row(r: dict[str, Any]) -> dict[str, Any]:
 
 
 def status_json(view: dict[str, Any]) -> dict[str, Any]:
-    """``nodes``, ``jobs``, ``serving`` (``demand_servers``, ``services``)."""
+    """``nodes``, ``jobs``, ``serving`` (``demand_servers``, ``services``), ``teams``
+    (each team's ``name``, ``unit``, ``guarantee``, ``used``, ``borrowed``, ``lent``)."""
     serving = view["serving"]
     return {
         "rounds": view.get("rounds", {}),
@@ -127,6 +129,7 @@ def status_json(view: dict[str, Any]) -> dict[str, Any]:
                 for s in serving["services"]
             ],
         },
+        "teams": view.get("teams", []),
     }
 
 

@@ -1,4 +1,4 @@
-"""``lyra user add|token|remove|list|whoami``: identities on a live cluster.
+"""``lyra user add|move|token|remove|list|whoami``: identities on a live cluster.
 
 Admins create users and hand each their token, which is printed once (the scheduler
 keeps only a salted hash); ``whoami`` tells any caller which identity its token is.
@@ -19,8 +19,15 @@ def register(sub: Any) -> None:
     q = users.add_parser("add", help="create a user; prints its token once")
     q.add_argument("name")
     q.add_argument("--admin", action="store_true", help="may manage users and every job")
+    q.add_argument("--team", default=None, help="the user's team (default: default)")
     q.add_argument("--address", default=None)
     q.set_defaults(func=_add)
+
+    q = users.add_parser("move", help="put a user in another team")
+    q.add_argument("name")
+    q.add_argument("--team", required=True)
+    q.add_argument("--address", default=None)
+    q.set_defaults(func=_move)
 
     q = users.add_parser("token", help="issue another token for a user; printed once")
     q.add_argument("name")
@@ -57,9 +64,16 @@ def _show_token(name: str, token: str) -> None:
 
 
 def _add(args: argparse.Namespace) -> int:
-    token = _client(args.address).add_user(args.name, admin=args.admin)
+    token = _client(args.address).add_user(args.name, admin=args.admin, team=args.team)
     _show_token(args.name, token)
-    print(f"created {'admin' if args.admin else 'user'} {args.name}")
+    team = f" in team {args.team}" if args.team else ""
+    print(f"created {'admin' if args.admin else 'user'} {args.name}{team}")
+    return 0
+
+
+def _move(args: argparse.Namespace) -> int:
+    _client(args.address).move_user(args.name, args.team)
+    print(f"moved {args.name} to team {args.team} (their jobs keep the team they ran under)")
     return 0
 
 

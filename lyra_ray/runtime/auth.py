@@ -44,14 +44,23 @@ class Identity:
 
     name: str | None
     admin: bool
+    team: str | None = None
+    """The caller's team, where the teams layer filled it in (``TeamRegistry.identity``)."""
 
     @property
     def open(self) -> bool:
         return self.name is None
 
     def may_touch(self, owner: str | None) -> bool:
-        """Whether this caller may see or cancel a job owned by ``owner``."""
+        """Whether this caller may cancel (or see) a job owned by ``owner``."""
         return self.admin or (owner is not None and owner == self.name)
+
+    def may_see(self, owner: str | None, team: str | None) -> bool:
+        """Whether this caller may see a job: its own, an admin's view, or a teammate's
+        job (a named team's: everyone is in ``default``, which shares nothing)."""
+        return self.may_touch(owner) or (
+            team is not None and team != "default" and team == self.team
+        )
 
 
 OPEN = Identity(None, True)

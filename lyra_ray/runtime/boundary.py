@@ -148,15 +148,23 @@ class JobMeta:
     def decorate(self, row: dict[str, Any]) -> dict[str, Any]:
         """A job row with its owner and the Ray job that submitted it."""
         owner, meta = self._rows.get(str(row.get("id")), (None, {}))
-        return {**row, "owner": owner, "ray_job": meta.get("ray_job")}
+        return {**row, "owner": owner, "ray_job": meta.get("ray_job"), "team": meta.get("team")}
+
+    def team(self, job_id: str) -> str | None:
+        """The team a job was submitted under (None: submitted before teams existed)."""
+        with self._lock:
+            row = self._rows.get(job_id)
+        team = row[1].get("team") if row else None
+        return team if isinstance(team, str) else None
 
     def visible(self, rows: list[dict[str, Any]], who: Identity) -> list[dict[str, Any]]:
         """The rows ``who`` may see (all for an admin or an open scheduler), decorated."""
         out = [self.decorate(r) for r in rows]
-        return out if who.admin else [r for r in out if who.may_touch(r["owner"])]
+        return out if who.admin else [r for r in out if who.may_see(r["owner"], r["team"])]
 
     def may_access(self, job_id: str, who: Identity) -> bool:
-        """Whether ``who`` may see or cancel ``job_id``. Callers answer "unknown job"
-        when not, exactly as for an id that does not exist, so that a user cannot learn
-        which ids other users' jobs have."""
-        return who.may_touch(self.owner(job_id))
+        """Whether ``who`` may see ``job_id`` (its owner, an admin, a teammate). Callers
+        answer "unknown job" when not, exactly as for an id that does not exist, so that
+        a user cannot learn which ids other users' jobs have; cancelling needs
+        :meth:`Identity.may_touch` besides."""
+        return who.may_see(self.owner(job_id), self.team(job_id))

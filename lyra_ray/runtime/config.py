@@ -51,6 +51,12 @@ class SchedulerConfig:
     """How long a submitted job's entrypoint may take to import (in a short-lived task
     with the job's runtime env, first setup included) before the job is refused."""
 
+    teams: Any = None
+    """Teams, quotas and memberships (``{teams: {NAME: {quota: "v100=4" |
+    quota_effective: N, weight, borrow_limit, lend_limit, preemptible}}, users: {USER:
+    TEAM}}``, docs/teams.md), checked here; written to the scheduler's store once per
+    distinct config, so ``lyra team`` changes survive a restarted actor."""
+
     throughputs: Any = None
     """A throughput table laid over the catalogue (Gavel's JSON, as ``lyra profile``
     writes it): a file's path, read where the config is read, or the table itself. The
@@ -105,6 +111,10 @@ class SchedulerConfig:
                 raise ValueError(f"field 'serve_port' must be a port number, got {port!r}")
         except (TypeError, ValueError) as e:
             raise InputError(f"lyra config: {e}") from None
+        if cfg.teams is not None:
+            from lyra_ray.model.teams import parse_teams
+
+            parse_teams(cfg.teams, "lyra config: field 'teams'")
         cfg.throughput_table()  # refused here, naming the entry, not in the actor
         return cfg
 

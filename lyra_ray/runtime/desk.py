@@ -23,11 +23,12 @@ from typing import Any
 from lyra_ray.model.errors import InputError
 from lyra_ray.model.state import JobState, spec_to_dict
 from lyra_ray.runtime.archive import JobArchive, describe
-from lyra_ray.runtime.auth import Users
+from lyra_ray.runtime.auth import Identity, Users
 from lyra_ray.runtime.boundary import Boundary, JobMeta, check_origin, owned
 from lyra_ray.runtime.job_env import RENEW_S, UriKeeper
 from lyra_ray.runtime.ray_runtime import RayRuntime
 from lyra_ray.runtime.store import StateStore
+from lyra_ray.runtime.team_registry import TeamRegistry
 from lyra_ray.scheduling.core import SchedulerCore
 from lyra_ray.scheduling.loop import Cycle
 from lyra_ray.scheduling.waiting import WaitReason
@@ -50,8 +51,11 @@ class JobDesk:
         reasons: Callable[[], Mapping[str, str]],
         lock: threading.RLock,
         wake: threading.Event,
+        teams: TeamRegistry | None = None,
     ) -> None:
-        """``reasons()``: why each failed job failed (the loop's store keeps them)."""
+        """``reasons()``: why each failed job failed (the loop's store keeps them);
+        ``teams``: the team a job runs under and who sees it (none: no teams)."""
+        self.teams = teams
         self.core, self.store, self.users, self.boundary = core, store, users, boundary
         self.archive, self.runtime, self.reasons = archive, runtime, reasons
         self.lock, self.wake = lock, wake
@@ -75,10 +79,12 @@ class JobDesk:
         token: str | None = None,
         auth: str | None = None,
         origin: dict[str, Any] | None = None,
+        team: str | None = None,
     ) -> dict[str, Any]:
         """Queue a job; ``token`` makes a retried call idempotent, ``auth`` is the
-        caller's lyra token, ``origin`` names the Ray job that submitted it."""
-        reply = self.submit_all([raw], [token], auth, origin)
+        caller's lyra token, ``origin`` names the Ray job that submitted it, ``team``
+        the team it runs under (default: its owner's)."""
+        reply = self.submit_all([raw], [token], auth, origin, team)
         if not reply["ok"]:
             return reply
         return {"ok": True, "job_id": reply["job_ids"][0]}
@@ -89,6 +95,7 @@ class JobDesk:
         tokens: list[str | None] | None = None,
         auth: str | None = None,
         origin: dict[str, Any] | None = None,
+        team: str | None = None,
     ) -> dict[str, Any]:
         """Queue every job, or none if one is refused (the error names it).
 
@@ -106,6 +113,10 @@ class JobDesk:
         try:
             meta = check_origin(origin)
             accepted = [self.boundary.validate(owned(raw, who)) for raw in raws]
+            if self.teams is not None:
+                meta["team"] = self.teams.for_submit(who, team, [a.spec for a in accepted])
+            elif team is not None:
+                raise InputError("field 'team': this scheduler keeps no teams")
         except InputError as e:
             return {"ok": False, "error": str(e)}
         ids = []
@@ -123,8 +134,13 @@ class JobDesk:
         self.wake.set()
         return {"ok": True, "job_ids": ids}
 
-    def cancel(self, job_id: str, auth: str | None = None) -> dict[str, Any]:
+    def identify(self, auth: str | None) -> Identity:
+        """The caller, with their team (the teammates' "may see" rule)."""
         who = self.users.identify(auth)
+        return self.teams.identity(who) if self.teams is not None else who
+
+    def cancel(self, job_id: str, auth: str | None = None) -> dict[str, Any]:
+        who = self.identify(auth)
         if not isinstance(job_id, str):
             return {"ok": False, "error": f"field 'job_id': expected a string, got {job_id!r}"}
         with self.lock:
@@ -134,14 +150,21 @@ class JobDesk:
                 or any(r[2] == job_id for r in self.store.pending())
             )
         if not known or not self.jobmeta.may_access(job_id, who):
-            hint = "" if who.admin else " (a user sees only their own jobs)"
+            hint = "" if who.admin else " (a user sees only their own and their team's jobs)"
             return {"ok": False, "error": f"field 'job_id': unknown job {job_id!r}{hint}"}
+        owner = self.jobmeta.owner(job_id)
+        if not who.may_touch(owner):  # a teammate sees the job but may not cancel it
+            return {
+                "ok": False,
+                "error": f"field 'job_id': job {job_id!r} is {owner}'s; only its owner or an "
+                "admin may cancel it",
+            }
         self.store.enqueue("cancel", job_id, {})
         self.wake.set()
         return {"ok": True, "job_id": job_id}
 
     def status(self, job_id: str, auth: str | None = None) -> dict[str, Any] | None:
-        who = self.users.identify(auth)
+        who = self.identify(auth)
         if not isinstance(job_id, str):
             return None
         row = self._status(job_id)
@@ -204,8 +227,18 @@ class JobDesk:
             active = list(core.jobs) + [r[2] for r in self.store.pending()]
             self.keeper.keep(self.jobmeta.meta(j).get("runtime_env") for j in active)
 
+    def team_jobs(self, team: str) -> list[str]:
+        """Ids of ``team``'s running or queued jobs (accepted ones not yet taken in too)."""
+        with self.lock:
+            ids = {jid for jid, j in self.core.jobs.items() if not j.status.terminal}
+        ids |= {r[2] for r in self.store.pending() if r[1] == "submit"}
+        if self.teams is None:
+            return []
+        of = self.teams.team_of_user
+        return sorted(j for j in ids if (self.jobmeta.team(j) or of(self.jobmeta.owner(j))) == team)
+
     def list(self, auth: str | None = None) -> list[dict[str, Any]]:
         """Every job the caller may see (all for an admin), the archived ones too."""
-        who = self.users.identify(auth)
+        who = self.identify(auth)
         with self.lock:
             return self.jobmeta.visible(self.all_jobs(), who)

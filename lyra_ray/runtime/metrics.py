@@ -20,6 +20,7 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from lyra_ray import model as m
+from lyra_ray.model.team_accounting import TeamStanding
 from lyra_ray.policies.base import Policy
 from lyra_ray.scheduling.core import SchedulerCore
 from lyra_ray.telemetry.catalogue import METRICS, MetricDef
@@ -135,6 +136,25 @@ class SchedulerMetrics:
                 h.observe(float(s), tags={**tags, "phase": phase.removesuffix("_s")})
             if r.get("total_s") is not None:
                 h.observe(float(r["total_s"]), tags={**tags, "phase": "total"})
+
+    def observe_teams(self, standings: Iterable[TeamStanding]) -> None:
+        """Each team's guarantee, use, borrowed and lent capacity (``lyra_team_*``), by
+        GPU type, or ``effective`` (V100-equivalents); a team's quota types read 0 when
+        unused, so a panel shows the team's whole guarantee line."""
+        try:
+            for st in standings:
+                keys = set(st.guarantee or {}) | set(st.used) | set(st.borrowed) | set(st.lent)
+                for name, amounts in (
+                    ("lyra_team_guarantee", st.guarantee or {}),
+                    ("lyra_team_used", st.used),
+                    ("lyra_team_borrowed", st.borrowed),
+                    ("lyra_team_lent", st.lent),
+                ):
+                    for k in sorted(keys):
+                        tags = {"team": st.name, "unit": st.unit, "gpu_type": k}
+                        self.m[name].set(float(amounts.get(k, 0.0)), tags=tags)
+        except Exception:  # metrics must never stop scheduling
+            log.warning("exporting team metrics failed", exc_info=True)
 
     def skip_reclaims(self, n: int) -> None:
         """The first ``n`` reclaims happened before this exporter (a restored state)."""

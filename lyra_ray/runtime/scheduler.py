@@ -44,6 +44,10 @@ from lyra_ray.runtime.ray_runtime import RayRuntime
 from lyra_ray.runtime.scheduler_views import SchedulerViews
 from lyra_ray.runtime.serving import ServingPool
 from lyra_ray.runtime.store import StateStore
+from lyra_ray.runtime.team_desk import TeamDesk
+from lyra_ray.runtime.team_live import TeamMetrics, live_team_policy
+from lyra_ray.runtime.team_registry import TeamRegistry
+from lyra_ray.runtime.team_store import TeamStore
 from lyra_ray.scheduling.core import SchedulerCore, default_rounds
 
 log = logging.getLogger(__name__)
@@ -60,12 +64,18 @@ class GlobalScheduler:
         self.lock = threading.RLock()
         self.wake = threading.Event()
         self.throughputs = MeasuredThroughputs(self._seed())
+        jobmeta = JobMeta(self.store)
+        self.teams = TeamRegistry(
+            TeamStore(self.store.path), self.users, self._gpus, self.throughputs, jobmeta.team
+        )
+        self.teams.apply_config(self.cfg.teams)
         policy = get_policy(self.cfg.policy, **self.cfg.policy_args)
+        live_policy = live_team_policy(policy, self.teams.for_snapshot)
         self.metrics = SchedulerMetrics() if self.cfg.metrics else None
         self.core = SchedulerCore(
-            cast(Policy, TimedPolicy(policy, self.metrics.observe_solve))
+            cast(Policy, TimedPolicy(live_policy, self.metrics.observe_solve))
             if self.metrics is not None
-            else policy,
+            else live_policy,
             self.throughputs,
             self.cfg.round_s,
             rounds=default_rounds(policy, min_reset_interval_s=self.cfg.min_reset_interval_s),
@@ -76,7 +86,6 @@ class GlobalScheduler:
         self.serving = ServingPool(
             lambda node: self.runtime.holds(node), self.cfg.serve_host, self.cfg.serve_port
         )
-        jobmeta = JobMeta(self.store)
         self.runtime = RayRuntime(
             lambda j: self.core.jobs[j].spec,
             self.cfg.storage_path,
@@ -101,9 +110,11 @@ class GlobalScheduler:
             lambda: self.live.reasons,
             self.lock,
             self.wake,
+            self.teams,
         )
+        self.team_desk = TeamDesk(self.teams, self.users, self.desk, self.wake)
         stats = CycleStats(self.metrics, self.serving.metrics_view, self.runtime.phases.take_fresh)
-        observers = (stats, self.desk)
+        observers = (stats, self.desk, TeamMetrics(self.teams, self.metrics))
         self.cycle = LiveCycle(self.core, self.live, self.runtime, self.serving, observers)
         self.clock = WallClock(self.cfg.period_s, self.wake)
         self.views = SchedulerViews(
@@ -176,8 +187,9 @@ class GlobalScheduler:
         token: str | None = None,
         auth: str | None = None,
         origin: dict[str, Any] | None = None,
+        team: str | None = None,
     ) -> dict[str, Any]:
-        return self.desk.submit(raw, token, auth, origin)
+        return self.desk.submit(raw, token, auth, origin, team)
 
     def submit_all(
         self,
@@ -185,8 +197,9 @@ class GlobalScheduler:
         tokens: list[str | None] | None = None,
         auth: str | None = None,
         origin: dict[str, Any] | None = None,
+        team: str | None = None,
     ) -> dict[str, Any]:
-        return self.desk.submit_all(raws, tokens, auth, origin)
+        return self.desk.submit_all(raws, tokens, auth, origin, team)
 
     def cancel(self, job_id: str, auth: str | None = None) -> dict[str, Any]:
         return self.desk.cancel(job_id, auth)
@@ -203,7 +216,10 @@ class GlobalScheduler:
         return self.views.whoami(auth)
 
     def overview(self, auth: str | None = None) -> dict[str, Any]:
-        return self.views.overview(auth)
+        out = self.views.overview(auth)
+        with self.lock:
+            out["teams"] = [s.to_json() for s in self.teams.standings(self.core.snapshot())]
+        return out
 
     def nodes(self, auth: str | None = None) -> list[dict[str, Any]]:
         return self.views.nodes(auth)
@@ -226,14 +242,34 @@ class GlobalScheduler:
     def remove_service(self, name: str, auth: str | None = None) -> dict[str, Any]:
         return self.views.remove_service(name, auth)
 
-    def user_add(self, name: str, admin: bool = False, auth: str | None = None) -> dict[str, Any]:
-        return self.views.user_add(name, admin, auth)
+    def user_add(
+        self, name: str, admin: bool = False, auth: str | None = None, team: str | None = None
+    ) -> dict[str, Any]:
+        return self.team_desk.user_add(name, admin, team, auth)
+
+    def user_move(self, name: str, team: str, auth: str | None = None) -> dict[str, Any]:
+        return self.team_desk.move(name, team, auth)
+
+    def team_add(self, name: str, settings: dict[str, Any], auth: str | None = None) -> Any:
+        return self.team_desk.add(name, settings, auth)
+
+    def team_set(self, name: str, settings: dict[str, Any], auth: str | None = None) -> Any:
+        return self.team_desk.change(name, settings, auth)
+
+    def team_remove(self, name: str, force: bool = False, auth: str | None = None) -> Any:
+        return self.team_desk.remove(name, force, auth)
+
+    def team_list(self, auth: str | None = None) -> list[dict[str, Any]]:
+        return self.team_desk.list(auth)
 
     def user_token(self, name: str, auth: str | None = None) -> dict[str, Any]:
         return self.views.user_token(name, auth)
 
     def user_remove(self, name: str, auth: str | None = None) -> dict[str, Any]:
-        return self.views.user_remove(name, auth)
+        out = self.views.user_remove(name, auth)
+        if out.get("ok"):
+            self.teams.forget(name)
+        return out
 
     def user_list(self, auth: str | None = None) -> list[dict[str, Any]]:
         return self.views.user_list(auth)

@@ -82,7 +82,7 @@ class SchedulerViews:
 
     def overview(self, auth: str | None = None) -> dict[str, Any]:
         """Everything ``lyra status`` shows: servers with their state, jobs, serving."""
-        who = self.users.identify(auth)
+        who = self.desk.identify(auth)  # with their team: teammates see each other's jobs
         with self.lock:
             serving = self.serving.describe()
             nodes = []

@@ -61,6 +61,10 @@ JOB = ("job_id", "name")
 """``job_id``, not ``job``: Prometheus keeps ``job`` for the scrape job and would rename
 ours to ``exported_job``."""
 
+TEAM = ("team", "unit", "gpu_type")
+"""A team's series: ``unit`` is ``gpus`` or ``effective`` (then ``gpu_type`` is
+``effective``)."""
+
 METRICS: tuple[MetricDef, ...] = (
     MetricDef("lyra_jobs", "gauge", "Jobs by state (queued, running, finished, ...).", STATE),
     MetricDef("lyra_queue_length", "gauge", "Jobs waiting for GPUs (not yet running)."),
@@ -141,6 +145,26 @@ METRICS: tuple[MetricDef, ...] = (
         "Gavel's priority, inverted: the share of time a running job has received since "
         "it arrived, over the share its allocation gives it (1: exactly its fair share).",
         JOB,
+    ),
+    MetricDef(
+        "lyra_team_guarantee",
+        "gauge",
+        "A team's guaranteed quota, by GPU type (unit gpus) or gpu_type 'effective' "
+        "(unit effective: V100-equivalents of effective throughput).",
+        TEAM,
+    ),
+    MetricDef("lyra_team_used", "gauge", "What a team's running jobs use, as its quota.", TEAM),
+    MetricDef(
+        "lyra_team_borrowed",
+        "gauge",
+        "What a team uses beyond its guarantee (idle quota of others, unowned GPUs).",
+        TEAM,
+    ),
+    MetricDef(
+        "lyra_team_lent",
+        "gauge",
+        "The part of a team's idle guarantee that other teams' jobs use now.",
+        TEAM,
     ),
     MetricDef(
         "lyra_service_requests_in_flight",

@@ -60,6 +60,11 @@ def _gpus(by: str, legend: str) -> Query:
     return Query("lyra_gpus", f"sum by ({by}) (max by (gpu_type, pool, use) ({{m}}))", legend)
 
 
+def _team(name: str, legend: str) -> Query:
+    """A team's amount summed over its GPU types (each series once, as :func:`_gpus`)."""
+    return Query(name, "sum by (team) (max by (team, unit, gpu_type) ({m}))", legend)
+
+
 def _per_min(name: str, legend: str) -> Query:
     return Query(name, f"60 * sum(rate({{m}}[{RATE}]))", legend)
 
@@ -203,6 +208,27 @@ ROWS: tuple[Row, ...] = (
                 (_by("max", "job_id, name", "lyra_job_fair_share_ratio", "{{name}}"),),
                 width=8,
                 marker=1.0,
+            ),
+        ),
+    ),
+    (
+        "Teams (one series per team)",
+        (
+            PanelSpec(
+                "Team use and guarantee",
+                (
+                    _team("lyra_team_used", "{{team}} used"),
+                    _team("lyra_team_guarantee", "{{team}} guarantee"),
+                ),
+                width=12,
+            ),
+            PanelSpec(
+                "Team borrowed and lent",
+                (
+                    _team("lyra_team_borrowed", "{{team}} borrowed"),
+                    _team("lyra_team_lent", "{{team}} lent"),
+                ),
+                width=12,
             ),
         ),
     ),

@@ -122,7 +122,9 @@ def test_job_meta_ownership(tmp_path: Path) -> None:
         jm.put("j3", None, {})
         alice, root = Identity("alice", False), Identity("root", True)
         rows = [{"id": "j1"}, {"id": "j2"}, {"id": "j3"}]
-        assert jm.visible(rows, alice) == [{"id": "j1", "owner": "alice", "ray_job": "r1"}]
+        assert jm.visible(rows, alice) == [
+            {"id": "j1", "owner": "alice", "ray_job": "r1", "team": None}
+        ]
         assert [r["id"] for r in jm.visible(rows, root)] == ["j1", "j2", "j3"]
         assert [r["id"] for r in jm.visible(rows, OPEN)] == ["j1", "j2", "j3"]
         assert jm.may_access("j1", alice)
