@@ -13,9 +13,12 @@
    server is reclaimed, the job shrinks through a checkpoint and the replicas return;
    after the peak the server is lent again and the job grows back.
 5. Every job ends finished with its exact steps, no request fails, and ``lyra down``
-   stops exactly what ``lyra up`` started.
+   stops exactly what ``lyra up`` started (``--keep``: the cluster stays up).
 
-    python scripts/demo.py [--day-s 180] [--peak-rps 20]
+The operator's page (``lyra up`` prints its address, ``lyra page`` a login link) shows
+it all while it runs: the GPUs, the queue, the jobs, the loans and the service.
+
+    python scripts/demo.py [--day-s 180] [--peak-rps 20] [--keep]
 """
 
 from __future__ import annotations
@@ -78,6 +81,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--day-s", type=float, default=180.0, help="one compressed day")
     ap.add_argument("--peak-rps", type=float, default=20.0)
     ap.add_argument("--timeout", type=float, default=1200.0)
+    ap.add_argument("--keep", action="store_true", help="leave the cluster (and its page) up")
     args = ap.parse_args(argv)
 
     home = tempfile.mkdtemp(prefix="lyra-demo-")
@@ -108,7 +112,10 @@ def main(argv: list[str] | None = None) -> int:
             os.environ[key] = value.strip()
     address = os.environ["RAY_ADDRESS"]
     ok, verdict = False, "it stopped early (see above)"
+    link = ""
     try:
+        # the page's login link, as a user gets it; open it while the demo runs
+        link = lyra("page", check=False).stdout.split("\n")[0].strip()
         lyra("serve", "deploy", str(ROOT / "jobs" / "examples" / "dense-service.yaml"))
         print(
             "$ ray job submit --working-dir . --no-wait -- lyra submit jobs/examples/tiny.yaml",
@@ -185,8 +192,16 @@ def main(argv: list[str] | None = None) -> int:
         import ray
 
         ray.shutdown()
-        lyra("down", check=False)
+        if not args.keep:
+            lyra("down", check=False)
     print(f"demo {'OK' if ok else 'FAILED'}: {verdict}")
+    if args.keep:
+        print(f"where to look: the operator's page, {link or '(see `lyra page`)'}")
+        print(f"  the cluster is still up: `LYRA_HOME={home} lyra down` stops it")
+    else:
+        print(f"where to look: the operator's page was at {link or '(not started)'} while")
+        print("  the demo ran; `make demo` ends with `lyra down`: run `python scripts/demo.py")
+        print("  --keep` to leave it up, or `lyra up --local` then `lyra page` for your own link")
     return 0 if ok else 1
 
 

@@ -262,6 +262,8 @@ def _up(args: argparse.Namespace) -> int:
         )
     if info.get("prometheus"):
         print(f"prometheus: {info['prometheus']} (scrapes every node; lyra_* metrics)")
+    if info.get("page"):
+        print(f"page: {info['page']}  (`lyra page` prints your login link)")
     nodes = len(info.get("pids", [])) - 1 - (1 if info.get("prometheus") else 0)
     policy = (info.get("config") or {}).get("policy", "?")
     what = f"{nodes} GPU node(s) and " if args.local else ""

@@ -29,6 +29,7 @@ _GROUPS = (
     "lyra_ray.cli.plan",
     "lyra_ray.cli.profile",
     "lyra_ray.cli.moe_serve",
+    "lyra_ray.cli.page",
 )
 _ALONE = {"simulate": "lyra_ray.cli.sim"}
 """Commands whose group alone builds their parser. Importing every group costs ~0.1 s

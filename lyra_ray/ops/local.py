@@ -266,6 +266,7 @@ def _up(
         info.update(address=ray.get_runtime_context().gcs_address, dashboard=None)
     actor = start_scheduler(cfg)
     _first_admin(actor, h, info)
+    info["page"] = _page(cfg, info.get("dashboard"))
     if info.get("prometheus"):
         from lyra_ray.ops import prometheus as prom
 
@@ -301,6 +302,18 @@ def _first_admin(actor: Any, h: Path, info: dict[str, Any]) -> None:
     elif token_path(str(h)).exists():
         info["token_file"] = str(token_path(str(h)))
     info["admin"] = ADMIN
+
+
+def _page(cfg: Any, dashboard: str | None) -> str | None:
+    """Deploy the operator's page on the scheduler's Serve proxy; its address. A page
+    that fails to start does not fail the cluster: `lyra page` deploys it later."""
+    from lyra_ray.page.deploy import deploy_page
+
+    try:
+        return deploy_page(cfg.serve_host, cfg.serve_port, dashboard)
+    except Exception:
+        log.warning("the operator's page did not start; `lyra page` retries", exc_info=True)
+        return None
 
 
 def _save(h: Path, info: dict[str, Any]) -> None:

@@ -29,6 +29,7 @@ from typing import Any, ClassVar
 from ray import serve
 
 from lyra_ray import model as m
+from lyra_ray.contract.page import claims_page_route
 from lyra_ray.model.errors import InputError
 from lyra_ray.runtime.pool_demand import PoolDemand
 from lyra_ray.serving import apps
@@ -134,7 +135,11 @@ class ServingPool:
         return replicas_on(spec, node, len(self.services))
 
     def deploy(self, spec: ServiceSpec) -> str:
-        """Deploy ``spec`` on every serving server; returns its HTTP URL."""
+        """Deploy ``spec`` on every serving server; returns its HTTP URL. The operator's
+        page (:mod:`lyra_ray.page`) is a Serve app on the same proxy but never a service
+        here: it is deployed apart, counts in no demand, and its route is refused."""
+        if claims_page_route(spec.http_route):
+            raise InputError(f"field 'route': {spec.http_route!r} is the operator page's route")
         check_fits(spec, self.services, self.nodes)
         self._start_serve()
         self.services[spec.name] = spec
@@ -375,6 +380,11 @@ class ServingPool:
                     "replicas": replicas,
                     "ready": ready,
                     "demand_servers": self.demand.of(name),
+                    "counters": {  # the ingress's last counters, for the operator's page
+                        k: v
+                        for k, v in self.demand.last_stats.get(name, {}).items()
+                        if k in ("completed", "failed", "ongoing_avg", "ongoing")
+                    },
                     **({"plan": self._plan(name)} if spec.model == "moe" else {}),
                 }
             )
@@ -383,4 +393,5 @@ class ServingPool:
             "services": services,
             "servers": dict(sorted(self.state.items())),
             "reclaims": self.reclaims[-50:],
+            "lends": self.lends[-50:],
         }
