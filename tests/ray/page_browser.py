@@ -62,7 +62,7 @@ def dump_dom(browser: str, url: str, budget_ms: int = 8000) -> str:
     return _run(browser, url, ["--dump-dom"], budget_ms)
 
 
-def screenshot(browser: str, url: str, out: Path, size: str = "1280,2000") -> Path:
+def screenshot(browser: str, url: str, out: Path, size: str = "1280,1100") -> Path:
     _run(browser, url, [f"--screenshot={out}", f"--window-size={size}", "--hide-scrollbars"], 8000)
     assert out.exists() and out.stat().st_size > 0, f"no screenshot at {out}"
     return out

@@ -103,9 +103,9 @@ function drawEnded(rs) {
 function drawLoans(loans, servers, now) {
   // A timeline over the window: one row per inference server, a mark per lend/reclaim.
   const names = [...new Set([...servers.filter(s => s.pool === "inference").map(s => s.id), ...loans.events.map(e => e.node)])];
-  // The axis spans the recorded events up to now (at least 10 minutes, at most the window).
-  const first = loans.events.length ? loans.events[0].at : now - 600;
-  const span = Math.min(loans.window_s, Math.max(600, (now - first) * 1.1));
+  // The axis spans the recorded events up to now (at least 3 minutes, at most the window).
+  const first = loans.events.length ? loans.events[0].at : now - 180;
+  const span = Math.min(loans.window_s, Math.max(180, (now - first) * 1.15));
   const start = now - span;
   const w = 1000, left = 90, rowH = 22, top = 8, h = top + rowH * Math.max(1, names.length) + 26;
   const x = t => left + (w - left - 30) * (t - start) / span;
