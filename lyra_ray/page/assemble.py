@@ -237,11 +237,18 @@ def _service(s: Mapping[str, Any], rate: Mapping[str, Any]) -> dict[str, Any]:
     }
     plan = s.get("plan")
     if isinstance(plan, Mapping) and plan.get("counts"):
+        counts = [[int(c) for c in row] for row in plan["counts"]]
         share = plan.get("planned_share") or []
-        flat = [float(x) for row in share for x in (row if isinstance(row, list) else [row])]
+        # an expert's planned share of its layer's load, split evenly over its replicas
+        per_replica = [
+            float(sh) / c
+            for srow, crow in zip(share, counts, strict=False)
+            for sh, c in zip(srow, crow, strict=False)
+            if c > 0
+        ]
         out["moe"] = {
-            "replicas_per_layer": [sum(int(c) for c in row) for row in plan["counts"]],
+            "replicas_per_layer": [sum(row) for row in counts],
             "devices": plan.get("devices"),
-            "busiest_share": max(flat) if flat else None,
+            "busiest_share": max(per_replica) if per_replica else None,
         }
     return out

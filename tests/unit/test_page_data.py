@@ -175,7 +175,7 @@ def test_assemble_splits_jobs_links_them_and_keeps_teams_when_present() -> None:
     assert d["services"][0]["moe"] == {
         "replicas_per_layer": [3, 4],
         "devices": None,
-        "busiest_share": 0.4,
+        "busiest_share": 0.2,
     }
     assert assemble({**overview, "teams": {"a": {"guarantee": 4}}}, [], {}, 1000.0)["teams"] == {
         "a": {"guarantee": 4}

@@ -139,7 +139,7 @@ function drawServices(ss, demand) {
       el("tr", {"data-service": s.name}, el("td", {}, s.name, el("br"), el("code", {}, s.url)), el("td", {}, s.model),
         el("td", {}, `${s.ready} / ${s.replicas}`), el("td", {}, s.demand_servers ?? "–"), el("td", {}, num(s.rps, 1)),
         el("td", {}, s.latency_ms === null || s.latency_ms === undefined ? "–" : num(s.latency_ms, 0) + " ms"),
-        el("td", {}, s.moe ? `replicas per layer ${s.moe.replicas_per_layer.join(", ")}; busiest replica ${num(100 * (s.moe.busiest_share || 0), 1)} % of its layer's load` : "–")))));
+        el("td", {}, s.moe ? `replicas per layer ${s.moe.replicas_per_layer.join(", ")}; busiest replica planned at ${num(100 * (s.moe.busiest_share || 0), 1)} % of its layer's load` : "–")))));
 }
 function drawTeams(teams) {
   const sec = document.getElementById("teams-section");
