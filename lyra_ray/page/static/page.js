@@ -137,9 +137,14 @@ function drawServices(ss, demand) {
   fill("services", el("p", {class: "muted"}, `the services need ${demand === null || demand === undefined ? "–" : demand} server(s); latency ≈ requests in flight ÷ requests/s (Little's law, from the ingress counters)`),
     table(["service", "model", "replicas ready / all", "servers needed", "req/s", "latency", "MoE experts"], ss.map(s =>
       el("tr", {"data-service": s.name}, el("td", {}, s.name, el("br"), el("code", {}, s.url)), el("td", {}, s.model),
-        el("td", {}, `${s.ready} / ${s.replicas}`), el("td", {}, s.demand_servers ?? "–"), el("td", {}, num(s.rps, 1)),
-        el("td", {}, s.latency_ms === null || s.latency_ms === undefined ? "–" : num(s.latency_ms, 0) + " ms"),
+        el("td", {}, `${s.ready} / ${s.replicas}`), el("td", {}, s.demand_servers ?? "–"), el("td", {}, rateText(s)),
+        el("td", {}, s.latency_ms === null || s.latency_ms === undefined ? (s.rps === null && s.in_flight !== null ? "…" : "–") : num(s.latency_ms, 0) + " ms"),
         el("td", {}, s.moe ? `replicas per layer ${s.moe.replicas_per_layer.join(", ")}; busiest replica planned at ${num(100 * (s.moe.busiest_share || 0), 1)} % of its layer's load` : "–")))));
+}
+function rateText(s) {
+  // A rate needs two readings of the counters a few seconds apart: the next refresh's.
+  if (s.rps === null || s.rps === undefined) return s.in_flight === null || s.in_flight === undefined ? "–" : "measuring…";
+  return num(s.rps, 1);
 }
 function drawTeams(teams) {
   const sec = document.getElementById("teams-section");
