@@ -152,7 +152,9 @@ function drawTeams(teams) {
   sec.hidden = false;
   const rows = Array.isArray(teams) ? teams : Object.entries(teams).map(([name, v]) => ({name, ...(typeof v === "object" ? v : {value: v})}));
   const keys = [...new Set(rows.flatMap(r => Object.keys(r)))];
-  fill("teams", table(keys, rows.map(r => el("tr", {"data-team": r.name ?? ""}, ...keys.map(k => el("td", {}, typeof r[k] === "object" && r[k] !== null ? JSON.stringify(r[k]) : r[k]))))));
+  const cell = v => v === null || v === undefined ? "–" : typeof v !== "object" ? v
+    : Array.isArray(v) ? v.join(", ") : Object.entries(v).map(([k, x]) => `${k}: ${x}`).join(", ") || "–";
+  fill("teams", table(keys, rows.map(r => el("tr", {"data-team": r.name ?? ""}, ...keys.map(k => el("td", {}, cell(r[k])))))));
 }
 
 let nextRound = null, fetchedAt = 0;
