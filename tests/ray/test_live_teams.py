@@ -5,8 +5,9 @@ job of 2-4 workers: it borrows B's idle pair and runs at 4. Carol, her teammate,
 the job in ``lyra status`` but may not cancel it; Dave (default team) sees neither
 team's jobs. The scheduler actor is killed while A borrows: teams, memberships, the
 job's team and its borrowed size survive. Then Bob (B) submits a 2-GPU job: Alice's job
-shrinks to 2 (a resize, no preemption) and Bob's job runs; ``lyra status --json``'s
-``teams`` says who borrowed and lent. An admin cancels Alice's job at the end.
+shrinks to 2 (a resize, no preemption) and Bob's job runs; Alice's next job waits with
+the reason ``quota``; ``lyra status --json``'s ``teams`` says who borrowed and lent. An
+admin cancels Alice's job at the end.
 """
 
 from __future__ import annotations
@@ -138,6 +139,11 @@ def test_borrow_shrink_visibility_and_a_kill(live_cluster: LiveCluster, tmp_path
     now = teams(root)
     assert now["a"]["borrowed"] == {} and now["b"]["used"] == {"v100": 2.0}
 
+    # A's guarantee is in use and B's is B's again: A's next job waits for A's quota
+    more = alice.submit(job("more", 10, tmp_path / "m.log", workers=2, throughput=V100))
+    wait_until(lambda: alice.status(more).get("reason_code") == "quota", 60, "a quota wait")
+    assert "team a's quota" in alice.status(more)["reason"]
+
     # the CLI: status --json's teams, the teams table, team list
     out = _cli(root_token, "status", "--json")
     assert out.returncode == 0, out.stderr
@@ -153,6 +159,7 @@ def test_borrow_shrink_visibility_and_a_kill(live_cluster: LiveCluster, tmp_path
     assert len(refused.stderr.strip().splitlines()) == 1
 
     # an admin may cancel anyone's job
+    alice.cancel(more)
     root.cancel(el)
     bob.cancel(b_job)
     assert root.wait(el, timeout=120)["status"] == "cancelled"
