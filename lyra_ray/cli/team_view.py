@@ -40,7 +40,8 @@ def print_teams(teams: list[dict[str, Any]]) -> None:
 
 
 def team_line(t: Mapping[str, Any]) -> str:
-    """One team's settings (``lyra team list``/``add``/``set``)."""
+    """One team's settings and members (``lyra team list``/``add``/``set``): two lines of
+    at most 80 columns (a long member list is cut, saying how many are left out)."""
     limits = []
     if t.get("borrow_limit") is not None:
         limits.append(f"borrow<={t['borrow_limit']:g}")
@@ -48,9 +49,17 @@ def team_line(t: Mapping[str, Any]) -> str:
         limits.append(f"lend<={t['lend_limit']:g}")
     if not t.get("preemptible", True):
         limits.append("not preemptible")
-    members = ",".join(t.get("members") or []) or "-"
-    return (
-        f"{t['name']:<12} quota {amounts(t.get('quota'))}  weight {t.get('weight', 1.0):g}"
-        + (f"  {' '.join(limits)}" if limits else "")
-        + f"  members {members}"
-    )
+    head = f"{t['name']}: quota {amounts(t.get('quota'))}, weight {t.get('weight', 1.0):g}"
+    head += f", {', '.join(limits)}" if limits else ""
+    members = list(t.get("members") or [])
+    shown = ""
+    for i, m in enumerate(members):
+        rest = len(members) - i - 1
+        more = f" (+{rest} more)" if rest else ""
+        if len("  members: " + shown + m + more) > 80:
+            shown = shown.rstrip(", ") + f" (+{len(members) - i} more)"
+            break
+        shown += m + (", " if rest else "")
+    if not shown:
+        shown = "every user in no other team" if t["name"] == "default" else "none"
+    return head[:80] + "\n  members: " + shown

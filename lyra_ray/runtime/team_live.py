@@ -17,6 +17,8 @@ core's spec objects, so one dictionary built per decision is exact.
 
 from __future__ import annotations
 
+import math
+import time
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar
@@ -122,10 +124,19 @@ class TeamMetrics:
     each team's guarantee, use, borrowed and lent capacity by GPU type (or
     ``effective``, in V100-equivalents)."""
 
+    EVERY_S = 5.0
+    """How often the gauges are set: well within the ~20 s after which Ray drops a
+    series not set again, and a snapshot's cost is not paid every cycle."""
+
     def __init__(self, registry: TeamRegistry, metrics: SchedulerMetrics | None) -> None:
         self.registry, self.metrics = registry, metrics
+        self._at = -math.inf
 
     def observe(self, core: SchedulerCore, cycle: Any) -> None:
         if self.metrics is None or not self.metrics.enabled:
             return
+        now = time.monotonic()
+        if now - self._at < self.EVERY_S:
+            return
+        self._at = now
         self.metrics.observe_teams(self.registry.standings(core.snapshot()))

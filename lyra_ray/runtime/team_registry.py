@@ -264,12 +264,15 @@ class TeamRegistry:
         return LiveTeamSet(s.teams, s.users, {}, s.reference, by_spec)
 
     def standings(self, snap: ClusterSnapshot) -> list[TeamStanding]:
-        return standings(snap, self.for_snapshot_all(snap))
-
-    def for_snapshot_all(self, snap: ClusterSnapshot) -> LiveTeamSet:
+        """Each team's guarantee, use, borrowed and lent capacity (running jobs only are
+        looked up: a long queue costs nothing here)."""
         s = self.set
-        by_spec = {id(j.spec): t for j in snap.jobs if (t := self.job_team(j.id)) is not None}
-        return LiveTeamSet(s.teams, s.users, {}, s.reference, by_spec)
+        by_spec = {
+            id(j.spec): t
+            for j in snap.jobs
+            if j.current is not None and (t := self.job_team(j.id)) is not None
+        }
+        return standings(snap, LiveTeamSet(s.teams, s.users, {}, s.reference, by_spec))
 
 
 def _body(raw: Any) -> dict[str, Any]:
