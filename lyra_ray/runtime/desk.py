@@ -5,7 +5,9 @@ survives a crash; the loop takes it in at its next cycle. Live-only checks
 (:mod:`lyra_ray.runtime.boundary`: the runtime env, a GPU type this cluster has, enough
 GPUs of one type, an entrypoint that imports in a task of its own) refuse bad input
 before it can reach the core. Every call takes the caller's lyra token (``auth``): a
-caller sees and cancels only their own jobs unless an admin.
+caller sees their own and their teammates' jobs and cancels only their own, unless an
+admin; a job's team is chosen here (:mod:`lyra_ray.runtime.team_registry`) and kept in its
+metadata.
 
 It owns the job metadata (owner, runtime env) and keeps the code packages of the jobs
 it accepted alive (:class:`UriKeeper`); it reads the core, the archive and the
