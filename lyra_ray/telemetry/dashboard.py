@@ -26,7 +26,7 @@ from grafana_foundation_sdk.models import common as cm
 from grafana_foundation_sdk.models import dashboard as dm
 
 from lyra_ray.telemetry.catalogue import METRICS, RAY_PREFIX, metric
-from lyra_ray.telemetry.panels import ROWS, PanelSpec, Query, Row
+from lyra_ray.telemetry.panels import REPEAT, ROWS, TEAM_VAR, PanelSpec, Query, Row
 
 UID = "lyra-ray"
 TITLE = "lyra-ray: GPUs, queue, loans, jobs"
@@ -138,6 +138,15 @@ def build_dashboard(rows: Sequence[Row] = ROWS) -> dict[str, Any]:
         .timezone("browser")
         .tooltip(dm.DashboardCursorSync.CROSSHAIR)
         .with_variable(db.DatasourceVariable(DATASOURCE_VAR).label("Prometheus").type("prometheus"))
+        .with_variable(
+            db.QueryVariable(TEAM_VAR)
+            .label("Team")
+            .datasource(ds)
+            .query(f"label_values({metric('lyra_team_guarantee').scraped}, team)")
+            .refresh(dm.VariableRefresh.ON_TIME_RANGE_CHANGED)
+            .multi(True)
+            .include_all(True)
+        )
         .link(
             db.DashboardLink("Ray default dashboard")
             .type(dm.DashboardLinkType.LINK)
@@ -149,7 +158,10 @@ def build_dashboard(rows: Sequence[Row] = ROWS) -> dict[str, Any]:
     pid = 0
     for title, specs in rows:
         pid += 1
-        dash = dash.with_row(db.Row(title).id(pid))
+        row = db.Row(title).id(pid)
+        if title in REPEAT:  # one copy of the row per value (the teams' row: per team)
+            row = row.repeat(REPEAT[title])
+        dash = dash.with_row(row)
         for spec in specs:
             pid += 1
             dash = dash.with_panel(_panel(spec, pid, ds))
@@ -168,15 +180,18 @@ def iter_panels(dashboard: Mapping[str, Any]) -> Iterator[Mapping[str, Any]]:
 
 GRAFANA_INTERVALS = {"__rate_interval": "1m", "__interval": "1m", "__range": "1h"}
 """What Grafana's built-in interval variables become outside Grafana."""
+ROW_VARIABLES = {TEAM_VAR: ".+"}
+"""What a repeated row's variable becomes outside Grafana: every value at once."""
 _VAR = re.compile(r"\$(?:\{(\w+)\}|([A-Za-z_]\w*))")
 
 
 def _concrete(expr: str) -> str:
     def sub(m: re.Match[str]) -> str:
         name = m.group(1) or m.group(2)
-        if name not in GRAFANA_INTERVALS:
+        known = {**GRAFANA_INTERVALS, **ROW_VARIABLES}
+        if name not in known:
             raise ValueError(f"query {expr!r}: variable ${name} has no value outside Grafana")
-        return GRAFANA_INTERVALS[name]
+        return known[name]
 
     return _VAR.sub(sub, expr)
 

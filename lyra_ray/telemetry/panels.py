@@ -60,9 +60,19 @@ def _gpus(by: str, legend: str) -> Query:
     return Query("lyra_gpus", f"sum by ({by}) (max by (gpu_type, pool, use) ({{m}}))", legend)
 
 
+TEAM_VAR = "team"
+"""The dashboard variable of the teams' row, repeated once per team (Grafana sets it to
+one team in each copy of the row)."""
+TEAMS_ROW = f"Team ${TEAM_VAR}"
+REPEAT = {TEAMS_ROW: TEAM_VAR}
+"""Rows Grafana repeats, by title: one copy per value of the variable."""
+
+
 def _team(name: str, legend: str) -> Query:
-    """A team's amount summed over its GPU types (each series once, as :func:`_gpus`)."""
-    return Query(name, "sum by (team) (max by (team, unit, gpu_type) ({m}))", legend)
+    """The row's team's amount summed over its GPU types (each series once, as
+    :func:`_gpus`)."""
+    match = '{team=~"$' + TEAM_VAR + '"}'
+    return Query(name, "sum by (team) (max by (team, unit, gpu_type) ({m}" + match + "))", legend)
 
 
 def _per_min(name: str, legend: str) -> Query:
@@ -212,21 +222,21 @@ ROWS: tuple[Row, ...] = (
         ),
     ),
     (
-        "Teams (one series per team)",
+        TEAMS_ROW,
         (
             PanelSpec(
                 "Team use and guarantee",
                 (
-                    _team("lyra_team_used", "{{team}} used"),
-                    _team("lyra_team_guarantee", "{{team}} guarantee"),
+                    _team("lyra_team_used", "used"),
+                    _team("lyra_team_guarantee", "guarantee"),
                 ),
                 width=12,
             ),
             PanelSpec(
                 "Team borrowed and lent",
                 (
-                    _team("lyra_team_borrowed", "{{team}} borrowed"),
-                    _team("lyra_team_lent", "{{team}} lent"),
+                    _team("lyra_team_borrowed", "borrowed"),
+                    _team("lyra_team_lent", "lent"),
                 ),
                 width=12,
             ),

@@ -20,7 +20,7 @@ from lyra_ray.telemetry.dashboard import (
     iter_panels,
     prometheus_queries,
 )
-from lyra_ray.telemetry.panels import ROWS, PanelSpec, Query
+from lyra_ray.telemetry.panels import ROWS, TEAM_VAR, PanelSpec, Query
 
 BY_NAME = {d.name: d for d in METRICS}
 SERIES = re.compile(r"ray_lyra_[a-z0-9_]+")
@@ -96,9 +96,14 @@ def test_histograms_are_read_as_quantiles_of_bucket_rates() -> None:
 
 def test_every_panel_reads_the_datasource_variable() -> None:
     dashboard = build_dashboard()
-    (var,) = dashboard["templating"]["list"]
+    var, team = dashboard["templating"]["list"]
     assert (var["type"], var["name"], var["query"]) == ("datasource", DATASOURCE_VAR, "prometheus")
     ref = {"type": "prometheus", "uid": "${" + DATASOURCE_VAR + "}"}
+    # the teams' row is repeated per value of a variable read from a metric lyra exports
+    assert (team["type"], team["name"], team["datasource"]) == ("query", TEAM_VAR, ref)
+    assert team["query"] == "label_values(ray_lyra_team_guarantee, team)"
+    repeated = [p for p in dashboard["panels"] if p.get("repeat")]
+    assert [(p["type"], p["repeat"]) for p in repeated] == [("row", TEAM_VAR)]
     panels = list(iter_panels(dashboard))
     assert panels
     for p in panels:
