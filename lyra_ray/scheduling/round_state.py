@@ -11,8 +11,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
 from typing import Any
 
-from lyra_ray.model import GpuType, JobId, Node
-from lyra_ray.scheduling.round_greedy import EntryRow, Row
+from lyra_ray.model import ClusterSnapshot, GpuType, JobId, JobView, Node
+from lyra_ray.scheduling.round_greedy import EntryRow, Row, TypedRow
 from lyra_ray.scheduling.type_order import TypeOrder
 
 
@@ -83,9 +83,62 @@ class RoundMemo:
     row_cache: dict[JobId, tuple[object, object, Row]] = field(default_factory=dict)
     gpus_cache: tuple[tuple[Node, ...], frozenset[str], dict[GpuType, int]] | None = None
     pairs_cache: tuple[object, list[tuple[str, tuple[JobId, ...]]]] | None = None
-    entry_cache: tuple[tuple[object, ...], list[str], list[EntryRow]] | None = None
+    entry_cache: tuple[tuple[object, ...], list[str], list[EntryRow], object] | None = None
     """The last round's entry rows; they hold the bookkeeping's inner dicts, which later
-    rounds update in place, so they stay valid while those dicts are the same objects."""
+    rounds update in place, so they stay valid while those dicts are the same objects.
+    The last item is the throughput-rows dict they were built for (see ``rows_out``)."""
+    rows_out: dict[JobId, Row] | None = None
+    """The last round's throughput rows by job, handed out again (the same object) while
+    every job and row in it is the same: later steps then skip their own checks."""
+    typed_cache: tuple[list[EntryRow], dict[GpuType, list[TypedRow]]] | None = None
+    """The entry rows by GPU type (``round_greedy.rows_by_type``) of the last entry rows."""
+    active_cache: tuple[tuple[JobView, ...], dict[JobId, JobView]] | None = None
+    """The active jobs by id of the last snapshot's job tuple."""
+
+    @staticmethod
+    def _row(snap: ClusterSnapshot, job: JobView, types: Mapping[GpuType, int]) -> Row:
+        """steps/s per GPU type: the core's cached row, else the throughput model."""
+        row = job.throughput
+        if all(g in row for g in types):
+            return {g: float(row[g]) for g in types}
+        return {g: snap.throughput(job, g) for g in types}
+
+    def throughput_rows(
+        self, snap: ClusterSnapshot, active: Mapping[JobId, JobView], gpus: Mapping[GpuType, int]
+    ) -> dict[JobId, Row]:
+        """``_row`` of every active job, reused while the job's row and the GPU types are
+        the same objects (the core replaces a row, it never edits one). While every job
+        and its row are the ones of the last call, in the same order, that call's dict
+        comes back (the same object, never edited), so the type order and the entry rows
+        can tell "nothing changed" by identity. A changed row drops the entry rows."""
+        cache = self.row_cache
+        last = self.rows_out
+        if last is not None and len(cache) == len(active):
+            for (jid, job), (cjid, kept) in zip(active.items(), cache.items(), strict=True):
+                if jid != cjid or kept[0] is not job.throughput or kept[1] is not gpus:
+                    break
+            else:
+                return last
+        fresh: dict[JobId, tuple[object, object, Row]] = {}
+        out: dict[JobId, Row] = {}
+        for jid, job in active.items():
+            src = job.throughput
+            hit = cache.get(jid)
+            if hit is not None and hit[0] is src and hit[1] is gpus:
+                row = hit[2]
+            else:
+                self.entry_cache = None
+                row = self._row(snap, job, gpus)
+                if not all(g in src for g in gpus):  # the model answered: do not cache
+                    out[jid] = row
+                    continue
+            fresh[jid] = (src, gpus, row)
+            out[jid] = row
+        if len(fresh) != len(cache):
+            self.entry_cache = None
+        self.row_cache = fresh
+        self.rows_out = out if len(out) == len(fresh) else None  # every row cached
+        return out
 
     def clear(self) -> None:
         fresh = RoundMemo()

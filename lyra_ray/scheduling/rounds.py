@@ -47,10 +47,12 @@ from lyra_ray.model import (
 from lyra_ray.scheduling.round_greedy import (
     EntryRow,
     Row,
+    TypedRow,
     active_by_id,
     greedy,
     pair_runnable,
     rank,
+    rows_by_type,
 )
 from lyra_ray.scheduling.round_state import RoundMemo, RoundState
 
@@ -100,7 +102,7 @@ class RoundMechanism:
         and the next round boundary adopts the new answer.
         """
         prev = previous or {}
-        active = active_by_id(snap)
+        active = self._active(snap)
         gpus = self._gpus(snap)
         self._thr = self._rows(snap, active, gpus)
         self._credit(active, prev)
@@ -110,8 +112,23 @@ class RoundMechanism:
         rows = self._entry_rows(snap, active)
         wt, skip_zero = self.state.worker_time, self.skip_zero_priority
         ref = self.state.alloc_ref
-        unallocated = frozenset(k for k in active if k not in ref) if ref else frozenset()
-        out = greedy(order, rows, wt, skip_zero, active, gpus, prev, pinned or {}, unallocated)
+        unallocated = active.keys() - ref.keys() if ref else frozenset()
+        # ``rows`` are the active jobs, then pairs: no pair iff one row per active job.
+        singles = len(rows) == len(active)
+        typed = self._typed_rows(rows) if singles else None
+        out = greedy(
+            order,
+            rows,
+            wt,
+            skip_zero,
+            active,
+            gpus,
+            prev,
+            pinned or {},
+            unallocated,
+            singles,
+            typed,
+        )
         self.state.rounds += 1
         return out
 
@@ -124,7 +141,7 @@ class RoundMechanism:
 
         The core asks this to skip solving a policy whose answer would be ignored.
         """
-        return self._would_adopt(snap.now, active_by_id(snap))
+        return self._would_adopt(snap.now, self._active(snap))
 
     def _would_adopt(
         self, now: float, active: Mapping[JobId, JobView] | tuple[JobView, ...]
@@ -134,8 +151,20 @@ class RoundMechanism:
         # not start the interval: the next change is adopted at once.
         if last is not None and last != 0.0 and now - last < self.min_reset_interval_s:
             return False
+        job_set = self.state.job_set
+        if len(active) != len(job_set):  # another job count: another set (ids are unique)
+            return True
         ids = active if isinstance(active, Mapping) else (j.id for j in active)
-        return sorted(ids) != self.state.job_set
+        return sorted(ids) != job_set
+
+    def _active(self, snap: ClusterSnapshot) -> dict[JobId, JobView]:
+        """:func:`active_by_id`, kept for the snapshot's job tuple: the core asks
+        :meth:`would_adopt` and then :meth:`assign` over the same snapshot."""
+        c = self.memo.active_cache
+        if c is None or c[0] is not snap.jobs:
+            c = (snap.jobs, active_by_id(snap))
+            self.memo.active_cache = c
+        return c[1]
 
     def to_state(self) -> dict[str, Any]:
         return {
@@ -173,41 +202,11 @@ class RoundMechanism:
 
     # ------------------------------------------------------------------ bookkeeping
 
-    @staticmethod
-    def _row(
-        snap: ClusterSnapshot, job: JobView, types: Mapping[GpuType, int]
-    ) -> dict[GpuType, float]:
-        """steps/s per GPU type: the core's cached row, else the throughput model."""
-        row = job.throughput
-        if all(g in row for g in types):
-            return {g: float(row[g]) for g in types}
-        return {g: snap.throughput(job, g) for g in types}
-
     def _rows(
         self, snap: ClusterSnapshot, active: Mapping[JobId, JobView], gpus: Mapping[GpuType, int]
     ) -> dict[JobId, Row]:
-        """``_row`` of every active job, reused while the job's row and the GPU types are
-        the same objects (the core replaces a row, it never edits one)."""
-        cache = self.memo.row_cache
-        fresh: dict[JobId, tuple[object, object, Row]] = {}
-        out: dict[JobId, Row] = {}
-        for jid, job in active.items():
-            src = job.throughput
-            hit = cache.get(jid)
-            if hit is not None and hit[0] is src and hit[1] is gpus:
-                row = hit[2]
-            else:
-                self.memo.entry_cache = None
-                row = self._row(snap, job, gpus)
-                if not all(g in src for g in gpus):  # the model answered: do not cache
-                    out[jid] = row
-                    continue
-            fresh[jid] = (src, gpus, row)
-            out[jid] = row
-        if len(fresh) != len(cache):
-            self.memo.entry_cache = None
-        self.memo.row_cache = fresh
-        return out
+        """Every active job's steps/s per GPU type (:meth:`RoundMemo.throughput_rows`)."""
+        return self.memo.throughput_rows(snap, active, gpus)
 
     def _gpus(self, snap: ClusterSnapshot) -> dict[GpuType, int]:
         """``snap.gpus_by_type()``, cached while the snapshot carries the same node tuple."""
@@ -335,16 +334,16 @@ class RoundMechanism:
             self.state.job_time,
             self.state.deficits,
         )
+        c = self.memo.entry_cache
+        same = c is not None and (
+            c[0][0] is fractions and c[0][1] is job_time and c[0][2] is deficits
+        )
+        if same and c is not None and c[3] is self._thr:  # the same jobs, rows and X
+            return c[2]
         keys = self._candidates(active)
         sig = (fractions, job_time, deficits)
-        c = self.memo.entry_cache
-        if (
-            c is not None
-            and c[0][0] is fractions
-            and c[0][1] is job_time
-            and c[0][2] is deficits
-            and c[1] == keys
-        ):
+        if same and c is not None and c[1] == keys:
+            self.memo.entry_cache = (sig, keys, c[2], self._thr)
             return c[2]
         rows = [
             (
@@ -356,8 +355,17 @@ class RoundMechanism:
             )
             for key in keys
         ]
-        self.memo.entry_cache = (sig, keys, rows)
+        self.memo.entry_cache = (sig, keys, rows, self._thr)
         return rows
+
+    def _typed_rows(self, rows: list[EntryRow]) -> dict[GpuType, list[TypedRow]]:
+        """:func:`rows_by_type` of the entry rows, kept while they are the same list (they
+        are rebuilt whenever X, a deficit or the entries change)."""
+        c = self.memo.typed_cache
+        if c is None or c[0] is not rows:
+            c = (rows, rows_by_type(rows, self.skip_zero_priority))
+            self.memo.typed_cache = c
+        return c[1]
 
     def _runnable_types(
         self, snap: ClusterSnapshot, key: str, active: Mapping[JobId, JobView]

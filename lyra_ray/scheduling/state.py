@@ -11,7 +11,7 @@ through flags left on an object.
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence, ValuesView
+from collections.abc import Mapping, Sequence, ValuesView
 from dataclasses import dataclass
 from typing import Any
 
@@ -157,8 +157,7 @@ class CoreState:
         finishes: list[m.Action] = []
         for ev in events:
             if isinstance(ev, m.JobsProgress):
-                for jid, steps in ev.steps_done.items():
-                    self.progress(jid, steps)
+                self._progress_all(ev.steps_done)
             elif isinstance(ev, m.JobProgress):
                 j = self.progress(ev.job_id, ev.steps_done)
                 if j is not None and ev.steps_per_s is not None:
@@ -208,12 +207,15 @@ class CoreState:
         dt = now - self.now
         if dt <= 0:
             return
+        running = JobStatus.RUNNING
         for j in self._active.values():
             a = j.current
-            if a is None or j.status is not JobStatus.RUNNING:
+            if a is None or j.status is not running:
                 continue
             j.attained_service_s += dt * a.workers
-            j.time_received_s[a.gpu_type] = j.time_received_s.get(a.gpu_type, 0.0) + dt
+            got = j.time_received_s
+            gt = a.gpu_type
+            got[gt] = got.get(gt, 0.0) + dt
 
     def throughput_row(self, j: JobState) -> dict[str, float]:
         types = sorted({n.gpu_type for n in self.nodes.values()})
@@ -254,6 +256,21 @@ class CoreState:
                 j.num_preemptions += 1
         self._nodes_cache = None
         return True
+
+    def _progress_all(self, steps_done: Mapping[JobId, float]) -> None:
+        """:meth:`progress` for every job of a batched report, in one loop: a replay
+        folds one per running job at every round boundary, and a call each cost more
+        than the work."""
+        active, now = self._active, self.now
+        for jid, steps in steps_done.items():
+            j = active.get(jid)
+            if j is None:
+                continue
+            if steps > j.steps_done:
+                total = j.spec.total_steps
+                j.steps_done = steps if steps < total else total
+            if j.lease_from_s is None and j.steps_done > j.launch_steps:
+                j.lease_from_s = now
 
     def progress(self, job_id: JobId, steps: float) -> JobState | None:
         """Fold an absolute step count (monotone, capped at the total) into a job not yet

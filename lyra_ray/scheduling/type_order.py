@@ -48,15 +48,20 @@ class TypeOrder:
     """
 
     def __init__(self) -> None:
-        self._order: tuple[frozenset[JobId], object, list[GpuType]] | None = None
+        self._order: tuple[frozenset[JobId], object, list[GpuType], object] | None = None
         self._speeds: dict[JobId, tuple[Row, Speeds]] = {}
 
     def order(self, rows: Mapping[JobId, Row], gpus: Mapping[GpuType, int]) -> list[GpuType]:
-        """A fresh list (the caller may shuffle it)."""
+        """A fresh list (the caller may shuffle it). ``rows`` handed in again as the same
+        object (the round mechanism's unchanged rows, never edited) is known unchanged."""
         c = self._order
+        if c is not None and c[3] is rows and c[1] is gpus:
+            return list(c[2])
         if c is None or c[1] is not gpus or rows.keys() != c[0]:
-            c = (frozenset(rows), gpus, order_by_speed(self._all_speeds(rows), gpus))
-            self._order = c
+            c = (frozenset(rows), gpus, order_by_speed(self._all_speeds(rows), gpus), rows)
+        else:
+            c = (c[0], gpus, c[2], rows)
+        self._order = c
         return list(c[2])
 
     def _all_speeds(self, rows: Mapping[JobId, Row]) -> list[Speeds]:

@@ -22,6 +22,7 @@ from lyra_ray.model.errors import InputError
 from lyra_ray.model.pools import check_gpus_per_node, parse_pool
 
 if TYPE_CHECKING:  # the CLI imports the settings before it knows it will simulate
+    from lyra_ray.scheduling.interfaces import Placer
     from lyra_ray.sim.simulator import Simulator
 
 FORMATS = ("gavel", "philly", "yaml")
@@ -157,10 +158,10 @@ def _serving_demand(
     s: SimSettings, inference: list[Node], specs: list[JobSpec]
 ) -> list[tuple[float, int]]:
     """Demand in servers over time; the diurnal default spans the trace plus three days."""
-    from lyra_ray.sim.serving import demand_series, diurnal, read_demand_csv
-
     if not inference:
         return []
+    from lyra_ray.sim.serving import demand_series, diurnal, read_demand_csv
+
     source = s.serving_demand or "diurnal"
     if source == "diurnal":
         horizon = max((j.arrival_s for j in specs), default=0.0) + 3 * 86_400.0
@@ -185,7 +186,7 @@ def _number(flag: str, v: float, lo: float, hi: float) -> None:
 def assemble(s: SimSettings) -> Workload:
     """Check every setting, read the trace, admit its jobs, build the simulator."""
     from lyra_ray.model.restart_cost import RESTART_S
-    from lyra_ray.placement.ring import make_placer
+    from lyra_ray.placement.placer import ConsolidatingPlacer
     from lyra_ray.policies.base import PolicyError, get_policy
     from lyra_ray.sim.simulator import Simulator
 
@@ -223,10 +224,16 @@ def assemble(s: SimSettings) -> Workload:
 
         topology = topology_for(nodes + inference, parse_network(s.network))
         network = RingCommModel(topology)
-    try:
-        placer = make_placer(s.placer, topology)
-    except ValueError as e:
-        raise InputError(f"--{e}") from None
+    # The default placer without importing the ring placer and the network model it
+    # brings (start-up counts: ``benchmarks/sim_speed.py`` times whole runs).
+    placer: Placer = ConsolidatingPlacer()
+    if s.placer != "consolidate":
+        from lyra_ray.placement.ring import make_placer
+
+        try:
+            placer = make_placer(s.placer, topology)
+        except ValueError as e:
+            raise InputError(f"--{e}") from None
     sim = Simulator(
         nodes + inference,
         policy,

@@ -57,37 +57,20 @@ def solve_las_ecos(
     utility row: positive for the jobs that bind the level).
     """
     n, k = coef.shape
-    keep = np.flatnonzero(runnable.ravel())
-    nx = keep.size
     X = np.zeros((n, k))
     duals = np.zeros(n)
-    if nx == 0:
+    shape = _structure(runnable)
+    if shape is None:
         return X, 0.0, duals
-    job, typ = keep // k, keep % k
-    active = np.flatnonzero(runnable.any(axis=1))
-    na = active.size
-    pos = np.empty(n, dtype=np.int64)
-    pos[active] = np.arange(na)
-    a = pos[job]
-    cols = np.arange(nx)
-    # Rows: [0, na) t - U_m x <= 0 | [na, na+nx) -x <= 0 | time rows | capacity rows.
-    indices = np.empty((nx, 4), dtype=np.int64)
-    indices[:, 0] = a
-    indices[:, 1] = na + cols
-    indices[:, 2] = na + nx + a
-    indices[:, 3] = 2 * na + nx + typ
-    data = np.empty((nx, 4))
+    keep, job, active, ones_data, rows, indptr, h_head, c = shape
+    nx, na = keep.size, active.size
+    # Column m's four entries: -U_m x | -x | time row | capacity row (see _structure).
+    data = ones_data.copy()
     data[:, 0] = -coef.ravel()[keep]
-    data[:, 1] = -1.0
-    data[:, 2] = 1.0
     data[:, 3] = sf[job]
     nrow = 2 * na + nx + k
-    indptr = np.concatenate([np.arange(0, 4 * nx + 1, 4), [4 * nx + na]])
     values = np.concatenate([data.ravel(), np.ones(na)])
-    rows = np.concatenate([indices.ravel(), np.arange(na)])
-    h = np.concatenate([np.zeros(na + nx), np.ones(na), capacity.astype(np.float64)])
-    c = np.zeros(nx + 1)
-    c[-1] = -1.0
+    h = np.concatenate([h_head, capacity.astype(np.float64)])
     sol = _solve(c, (values, rows, indptr), nrow, h)
     flag = int(sol["info"]["exitFlag"])
     if flag not in (_OPTIMAL, _OPTIMAL_INACCURATE):
@@ -96,6 +79,66 @@ def solve_las_ecos(
     X.ravel()[keep] = np.maximum(x[:nx], 0.0)
     duals[active] = np.asarray(sol["z"], dtype=np.float64)[:na]
     return X, float(x[nx]), duals
+
+
+_Structure = tuple[
+    NDArray[np.int64],
+    NDArray[np.int64],
+    NDArray[np.int64],
+    FloatArray,
+    NDArray[np.int64],
+    NDArray[np.int64],
+    FloatArray,
+    FloatArray,
+]
+_STRUCTURES: dict[tuple[tuple[int, ...], bytes], _Structure | None] = {}
+"""The LP's sparsity pattern by ``runnable`` (shape and bits): it depends on nothing
+else, and a replay solves LPs of a few dozen job counts, nearly all runnable everywhere.
+Read-only arrays; bounded by :data:`_MAX_STRUCTURES`."""
+_MAX_STRUCTURES = 256
+
+
+def _structure(runnable: NDArray[np.bool_]) -> _Structure | None:
+    """(kept columns, their jobs, active jobs, the constant entries, row indices, column
+    pointers, the constant head of ``h``, the objective) for this pattern; ``None`` where
+    no column is kept."""
+    key = (runnable.shape, np.packbits(runnable).tobytes())
+    if key in _STRUCTURES:
+        return _STRUCTURES[key]
+    n, k = runnable.shape
+    keep = np.flatnonzero(runnable.ravel())
+    nx = keep.size
+    if nx == 0:
+        out: _Structure | None = None
+    else:
+        job, typ = keep // k, keep % k
+        active = np.flatnonzero(runnable.any(axis=1))
+        na = active.size
+        pos = np.empty(n, dtype=np.int64)
+        pos[active] = np.arange(na)
+        a = pos[job]
+        cols = np.arange(nx)
+        # Rows: [0, na) t - U_m x <= 0 | [na, na+nx) -x <= 0 | time rows | capacity rows.
+        indices = np.empty((nx, 4), dtype=np.int64)
+        indices[:, 0] = a
+        indices[:, 1] = na + cols
+        indices[:, 2] = na + nx + a
+        indices[:, 3] = 2 * na + nx + typ
+        data = np.empty((nx, 4))
+        data[:, 1] = -1.0
+        data[:, 2] = 1.0
+        indptr = np.concatenate([np.arange(0, 4 * nx + 1, 4), [4 * nx + na]])
+        rows = np.concatenate([indices.ravel(), np.arange(na)])
+        h_head = np.concatenate([np.zeros(na + nx), np.ones(na)])
+        c = np.zeros(nx + 1)
+        c[-1] = -1.0
+        out = (keep, job, active, data, rows, indptr, h_head, c)
+        for arr in out:
+            arr.flags.writeable = False
+    if len(_STRUCTURES) >= _MAX_STRUCTURES:
+        _STRUCTURES.clear()
+    _STRUCTURES[key] = out
+    return out
 
 
 def _solve(

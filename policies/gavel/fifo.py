@@ -50,7 +50,16 @@ def _sf(job: JobView) -> int:
 def _fractions(
     jobs: list[JobView], chosen: Mapping[str, GpuType], types: Mapping[GpuType, int]
 ) -> dict[str, dict[GpuType, float]]:
-    out = {j.id: {g: (1.0 if chosen.get(j.id) == g else 0.0) for g in types} for j in jobs}
+    # Every row is the all-zero row with at most its chosen type set to 1.0: a copy of one
+    # prebuilt row (same keys, same order), not a comprehension per job (this runs over
+    # the whole queue at every solve).
+    zero = dict.fromkeys(types, 0.0)
+    out: dict[str, dict[GpuType, float]] = {}
+    for j in jobs:
+        row = out[j.id] = zero.copy()
+        g = chosen.get(j.id)
+        if g is not None and g in row:
+            row[g] = 1.0
     for key, gt in chosen.items():
         if key not in out:  # a pair
             out[key] = {g: (1.0 if g == gt else 0.0) for g in types}

@@ -12,11 +12,12 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
+from functools import cached_property
 
 import numpy as np
 from numpy.typing import NDArray
 
-from lyra_ray.model import Allocation, ClusterSnapshot, GpuType, JobId, JobView
+from lyra_ray.model import Allocation, ClusterSnapshot, GpuType, JobId, JobStatus, JobView, Node
 
 FloatArray = NDArray[np.float64]
 
@@ -45,17 +46,22 @@ class Problem:
     def job_ids(self) -> tuple[JobId, ...]:
         return tuple(j.id for j in self.jobs)
 
-    @property
+    @cached_property
     def runnable(self) -> NDArray[np.bool_]:
-        """Where X may be positive: the job has throughput there and fits the type."""
-        return (self.T > 0) & (self.sf[:, None] <= self.capacity[None, :])
+        """Where X may be positive: the job has throughput there and fits the type.
+
+        Computed once per problem (a solve reads it several times) and read-only, as the
+        arrays it comes from are never edited."""
+        out = (self.T > 0) & (self.sf[:, None] <= self.capacity[None, :])
+        out.flags.writeable = False
+        return out
 
 
 def build_problem(snap: ClusterSnapshot, agnostic: bool = False) -> Problem:
     """Arrays over the snapshot's active jobs (snapshot order) and training GPU types."""
-    gpus = snap.gpus_by_type()
-    types = tuple(sorted(t for t, c in gpus.items() if c > 0))
-    jobs = snap.active_jobs
+    gpus, types = _gpu_counts(snap)
+    a, b, c = _DONE  # ``snap.active_jobs`` by identity (hashing an enum member runs Python)
+    jobs = tuple([j for j in snap.jobs if not (j.status is a or j.status is b or j.status is c)])
     n, k = len(jobs), len(types)
     # A list, then one array at the end (numpy item writes are slow one by one), from the
     # core's cached steps/s rows; a job whose row lacks a type asks the throughput model.
@@ -76,6 +82,26 @@ def build_problem(snap: ClusterSnapshot, agnostic: bool = False) -> Problem:
     if agnostic:
         T = (T > 0).astype(np.float64)
     return Problem(jobs=jobs, gpu_types=types, T=T, sf=sf, weights=w, capacity=cap)
+
+
+_DONE = (JobStatus.FINISHED, JobStatus.CANCELLED, JobStatus.FAILED)
+_GpuMemo = tuple[tuple[Node, ...], frozenset[str], dict[GpuType, int], tuple[GpuType, ...]]
+_gpu_memo: list[_GpuMemo] = []
+"""The last snapshot's node tuple and loans, with their GPU counts and types: the core
+hands every snapshot the same node tuple until a node comes or goes, and the counts
+walk every node (hundreds on a large cluster) at every solve."""
+
+
+def _gpu_counts(snap: ClusterSnapshot) -> tuple[dict[GpuType, int], tuple[GpuType, ...]]:
+    """``snap.gpus_by_type()`` (never edited by a caller) and the types with GPUs, sorted."""
+    if _gpu_memo:
+        nodes, lent, gpus, types = _gpu_memo[0]
+        if nodes is snap.nodes and lent == snap.lent_nodes:
+            return gpus, types
+    gpus = snap.gpus_by_type()
+    types = tuple(sorted(t for t, c in gpus.items() if c > 0))
+    _gpu_memo[:] = [(snap.nodes, snap.lent_nodes, gpus, types)]
+    return gpus, types
 
 
 def isolated_allocation(sf: FloatArray, capacity: FloatArray, feasible: bool = False) -> FloatArray:
@@ -105,11 +131,13 @@ def to_allocation(
 ) -> Allocation:
     """Gavel's X as an :class:`Allocation`; entries below ``tol`` are dropped as noise."""
     types = problem.gpu_types
-    rows: list[list[float]] = np.clip(X, 0.0, 1.0).tolist()  # Python floats, same values
-    fractions: dict[str, dict[GpuType, float]] = {}
-    for i, job in enumerate(problem.jobs):
-        xs = rows[i]
-        fractions[job.id] = {gt: xs[j] if xs[j] > tol else 0.0 for j, gt in enumerate(types)}
+    clipped = np.clip(X, 0.0, 1.0)
+    # Python floats, same values; entries at or below ``tol`` become 0.0.
+    rows: list[list[float]] = np.where(clipped > tol, clipped, 0.0).tolist()
+    jobs = problem.jobs
+    fractions: dict[str, dict[GpuType, float]] = {
+        job.id: dict(zip(types, xs, strict=True)) for job, xs in zip(jobs, rows, strict=False)
+    }
     for key, row in (pairs or {}).items():
         row = np.clip(row, 0.0, 1.0)
         if float(row.max(initial=0.0)) > tol:

@@ -55,6 +55,8 @@ def base_constraints(
     n, k = sf.shape[0], capacity.shape[0]
     P = 0 if pairs is None else pairs.shape[0]
     nvars = (n + P) * k + n_extra
+    if not P:
+        return _single_constraints(sf, capacity, n_extra), np.concatenate([np.ones(n), capacity])
     jk = np.arange(n * k)
     rows = [jk // k]
     cols = [jk]
@@ -79,6 +81,19 @@ def base_constraints(
     )
     b = np.concatenate([np.ones(n), capacity])
     return A, b
+
+
+def _single_constraints(sf: FloatArray, capacity: FloatArray, n_extra: int) -> sp.csr_matrix:
+    """:func:`base_constraints`' matrix without pairs as CSR arrays, bit for bit those of
+    scipy's COO-to-CSR conversion (``tests/unit/test_lp_arrays.py``) at a fraction of
+    its cost, which finish-time fairness pays at every solve of a replay."""
+    n, k = sf.shape[0], capacity.shape[0]
+    nk = n * k
+    indptr = np.concatenate([np.arange(0, nk + 1, k), nk + n * np.arange(1, k + 1)])
+    by_type = np.arange(n)[None, :] * k + np.arange(k)[:, None]  # row j: m k + j for every m
+    indices = np.concatenate([np.arange(nk), by_type.ravel()])
+    data = np.concatenate([np.ones(nk), np.tile(sf.astype(np.float64), k)])
+    return sp.csr_matrix((data, indices, indptr), shape=(n + k, nk + n_extra))
 
 
 def solve_min(
@@ -379,7 +394,7 @@ def _max_min_coo(
 
 def utility_matrix(coef: FloatArray, n_extra_cols: int = 0) -> sp.csr_matrix:
     """Sparse ``U`` for single jobs: ``(U x)_m = sum_j coef_mj X_mj`` (row-major columns)."""
-    n, k = coef.shape
-    rows = np.repeat(np.arange(n), k)
-    cols = np.arange(n * k)
-    return sp.csr_matrix((coef.ravel(), (rows, cols)), shape=(n, n * k + n_extra_cols))
+    n, k = coef.shape  # row m: columns m k .. m k + k - 1, zeros kept (as scipy's COO)
+    indptr = np.arange(0, n * k + 1, k)
+    data = np.array(coef, dtype=np.float64).ravel()
+    return sp.csr_matrix((data, np.arange(n * k), indptr), shape=(n, n * k + n_extra_cols))

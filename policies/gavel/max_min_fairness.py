@@ -62,7 +62,6 @@ def solve_las(
     so different simulated JCTs than Gavel's per-job LP; per-job it is.)
     """
     coef = las_coefficients(p, agnostic)
-    ub = p.runnable.astype(np.float64).ravel()
     active: NDArray[np.bool_] = np.asarray(p.runnable.any(axis=1))
     if not active.any():
         return np.zeros((p.n, p.k)), 0.0
@@ -74,6 +73,7 @@ def solve_las(
             except EcosFailed as e:  # HiGHS's barrier: the same LP, another interior point
                 log.warning("LAS LP: %s; solving it with HiGHS instead", e)
         method = "ipm-interior"
+    ub = p.runnable.astype(np.float64).ravel()
     if not pareto:  # the same LP without scipy's per-matrix overhead
         res = max_min_jobs(coef, p.sf, p.capacity, ub, active, method=method)
         return res.x.reshape(p.n, p.k), res.level
