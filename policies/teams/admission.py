@@ -53,14 +53,16 @@ class _Ledger:
 
     def __init__(self, snap: ClusterSnapshot, teams: TeamSet) -> None:
         self.snap, self.teams = snap, teams
-        self.free: dict[GpuType, float] = {g: float(n) for g, n in snap.gpus_by_type().items()}
+        self.unit = teams.unit  # a property over every team: read once, not per job
+        self.cap = snap.gpus_by_type()  # a walk over every node: once per decision
+        self.free: dict[GpuType, float] = {g: float(n) for g, n in self.cap.items()}
         self.used: dict[str, Amounts] = {name: {} for name in teams.teams}
         self.borrowed: dict[str, float] = {name: 0.0 for name in teams.teams}
         self.pool: Amounts = {}
 
     def cost(self, job: JobView, gpu_type: GpuType, workers: int) -> tuple[str, float]:
         t = self.snap.throughput_model
-        return job_cost(job.spec, gpu_type, workers, t, self.teams.unit, self.teams.reference)
+        return job_cost(job.spec, gpu_type, workers, t, self.unit, self.teams.reference)
 
     def own_room(self, team: Team, key: str) -> float:
         if not team.limited:
@@ -70,7 +72,7 @@ class _Ledger:
     def borrow_room(self, team: Team, key: str) -> float:
         limit = math.inf if team.borrow_limit is None else team.borrow_limit
         room = limit - self.borrowed[team.name]
-        if self.teams.unit == "gpus":
+        if self.unit == "gpus":
             room = min(room, self.pool.get(key, 0.0))
         return room
 
@@ -86,10 +88,9 @@ class _Ledger:
 
     def open_pool(self) -> None:
         """After step 1: capacity no guarantee covers, plus idle guarantees to lend."""
-        if self.teams.unit != "gpus":
+        if self.unit != "gpus":
             return
-        cap = self.snap.gpus_by_type()
-        for g, n in cap.items():
+        for g, n in self.cap.items():
             covered = sum(t.guarantee().get(g, 0.0) for t in self.teams.teams.values())
             self.pool[g] = max(0.0, n - covered)
         for t in self.teams.teams.values():
@@ -104,9 +105,9 @@ class _Ledger:
                 self.pool[k] = self.pool.get(k, 0.0) + v * scale
 
 
-def _types(job: JobView, snap: ClusterSnapshot) -> list[GpuType]:
-    """Where a job may go: its current type first, then fastest first."""
-    cap = snap.gpus_by_type()
+def _types(job: JobView, snap: ClusterSnapshot, cap: Mapping[GpuType, int]) -> list[GpuType]:
+    """Where a job may go (``cap``: the training pool's GPUs by type): its current type
+    first, then fastest first."""
     need = job.spec.min_workers
     rates = [(snap.throughput(job, g, need), g) for g in sorted(cap) if cap[g] >= need]
     order = [g for r, g in sorted(rates, key=lambda x: (-x[0], x[1])) if r > 0]
@@ -129,7 +130,7 @@ def admit(
     jobs = list(snap.active_jobs)
     team_of = {j.id: teams.team_of(j.spec) for j in jobs}
     out.team.update(team_of)
-    kinds = {j.id: _types(j, snap) for j in jobs}
+    kinds = {j.id: _types(j, snap, led.cap) for j in jobs}
     ordered = sorted(
         jobs,
         key=lambda j: (
