@@ -26,6 +26,7 @@ from lyra_ray.cli.status_view import (
     status_json,
 )
 from lyra_ray.cli.team_view import print_teams
+from lyra_ray.client.quiet import data_stdout
 from lyra_ray.model.errors import InputError
 from lyra_ray.model.pools import GRAMMAR
 
@@ -162,6 +163,7 @@ def _status(args: argparse.Namespace) -> int:
 
     if not (args.watch == 0 or (math.isfinite(args.watch) and 0.1 <= args.watch <= 3600)):
         raise InputError(f"status: --watch must be in [0.1, 3600] seconds, got {args.watch!r}")
+    out = data_stdout() if args.json else sys.stdout  # Ray's own lines go to stderr
     c = _client(args.address)
     if args.watch and not args.json and not args.job_id:
         from lyra_ray.cli.watch import watch
@@ -171,14 +173,14 @@ def _status(args: argparse.Namespace) -> int:
         if args.job_id:
             row = c.status(args.job_id)
             if args.json:
-                print(json.dumps(job_row(row), indent=2))
+                print(json.dumps(job_row(row), indent=2), file=out, flush=True)
             else:
                 _print_table([row], args.wide)
                 _print_pairs([row])
         else:
             view = c.overview()
             if args.json:
-                print(json.dumps(status_json(view), indent=2))
+                print(json.dumps(status_json(view), indent=2), file=out, flush=True)
             else:
                 _print_servers(view)
                 print_teams(view.get("teams", []))

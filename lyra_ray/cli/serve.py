@@ -15,6 +15,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from lyra_ray.client.quiet import data_stdout
 from lyra_ray.model.errors import InputError
 
 
@@ -98,9 +99,10 @@ def _deploy(args: argparse.Namespace) -> int:
 
 
 def _list(args: argparse.Namespace) -> int:
+    out = data_stdout() if args.json else sys.stdout  # Ray's own lines go to stderr
     serving = _client(args.address).overview()["serving"]
     if args.json:
-        print(json.dumps(serving["services"], indent=2))
+        print(json.dumps(serving["services"], indent=2), file=out, flush=True)
         return 0
     from rich.console import Console
     from rich.table import Table

@@ -12,8 +12,9 @@ import contextlib
 import json
 import logging
 import os
+import sys
 from collections.abc import Iterator, Mapping, MutableMapping
-from typing import Any
+from typing import Any, TextIO
 
 VERBOSE_ENV = "LYRA_VERBOSE"
 STARTUP_CONCURRENCY = "8"
@@ -106,3 +107,17 @@ def silenced() -> Iterator[None]:
         contextlib.redirect_stderr(null),
     ):
         yield
+
+
+def data_stdout() -> TextIO:
+    """The real standard output, reserved for a command's data (``--json``); from here on
+    everything else this process writes to file descriptor 1 goes to standard error.
+
+    WHY: Ray's driver threads print the cluster's error messages (a raylet's warning, a
+    worker's death) to stdout whatever ``log_to_driver`` says, and a line of theirs
+    ahead of ``lyra status --json``'s object makes it unparsable for ``jq`` or a script.
+    """
+    sys.stdout.flush()
+    fd = os.dup(1)
+    os.dup2(2, 1)
+    return os.fdopen(fd, "w", buffering=1)

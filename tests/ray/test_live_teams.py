@@ -147,9 +147,8 @@ def test_borrow_shrink_visibility_and_a_kill(live_cluster: LiveCluster, tmp_path
     # the CLI: status --json's teams, the teams table, team list
     out = _cli(root_token, "status", "--json")
     assert out.returncode == 0, out.stderr
-    # Ray's log monitor may put a raylet warning line ahead of the JSON on stdout
-    text = out.stdout[out.stdout.index("{") :] if "{" in out.stdout else out.stdout
-    got = {t["name"]: t for t in json.loads(text)["teams"]}
+    # stdout holds the JSON alone (Ray's own lines, if any, go to stderr)
+    got = {t["name"]: t for t in json.loads(out.stdout)["teams"]}
     assert got["a"]["unit"] == "gpus" and got["a"]["guarantee"] == {"v100": 2.0}
     assert set(got["a"]) == {"name", "unit", "guarantee", "used", "borrowed", "lent"}
     listed = _cli(root_token, "team", "list")

@@ -25,3 +25,23 @@ def test_ray_lines_are_found_and_lyra_lines_are_not() -> None:
         for ln in RAY_LINES
     ]
     assert ray_log_lines("\n".join(LYRA_LINES)) == []
+
+
+def test_json_commands_keep_stdout_for_their_data() -> None:
+    """``data_stdout``: what Ray's threads print (Python or C level) goes to stderr, the
+    command's JSON alone to stdout, so ``lyra status --json | jq`` always parses."""
+    import json
+    import subprocess
+    import sys
+
+    code = (
+        "import os, json\n"
+        "from lyra_ray.client.quiet import data_stdout\n"
+        "out = data_stdout()\n"
+        "print('(raylet) WARNING: from a Python thread')\n"
+        "os.write(1, b'(raylet) from C\\n')\n"
+        "print(json.dumps({'jobs': []}), file=out, flush=True)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert json.loads(done.stdout) == {"jobs": []}
+    assert "from a Python thread" in done.stderr and "from C" in done.stderr
