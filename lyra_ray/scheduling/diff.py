@@ -16,10 +16,6 @@ from lyra_ray.model import Assignment, JobId, JobStatus, NodeId
 from lyra_ray.model.state import JobState
 
 
-def _same(prev: Assignment | None, a: Assignment) -> bool:
-    return prev is a or prev == a
-
-
 def _moved_type(prev: Assignment, a: Assignment) -> bool:
     """Whether the job left every GPU type it ran on: a migration, counted as a
     preemption. A job that keeps running on one of its types (a mixed-type job that
@@ -47,7 +43,9 @@ def job_actions(
         j.current, j.status = None, JobStatus.PREEMPTED
         j.num_preemptions += 1
         stops.append(m.Preempt(jid))
-    moved = [jid for jid, a in placed.items() if not _same(previous.get(jid), a)]
+    # Unchanged: the very object (lease extension) or an equal one. Inline, as this
+    # walks every placed job at every round boundary.
+    moved = [jid for jid, a in placed.items() if (p := previous.get(jid)) is not a and p != a]
     for jid in sorted(moved):
         a, j = placed[jid], jobs[jid]
         prev = previous.get(jid)

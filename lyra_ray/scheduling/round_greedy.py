@@ -72,92 +72,6 @@ def rank(rows: list[EntryRow], gt: GpuType, total: float, skip_zero: bool) -> li
     return entries
 
 
-TypedRow = tuple[str, float, float, Row, Entry]
-"""One entry on one GPU type: (key, X, deficit, time-received row, its entry if X <= 0)."""
-
-
-def rows_by_type(rows: list[EntryRow], skip_zero: bool) -> dict[GpuType, list[TypedRow]]:
-    """Each GPU type's entries, in ``rows`` order, with what :func:`rank` reads of them
-    that stays put between resets (X, deficit; the time-received row is read at rank
-    time, as rounds add to it in place), so a round ranks without those look-ups."""
-    out: dict[GpuType, list[TypedRow]] = {}
-    for key, runnable, xs, times, defs in rows:
-        for gt in runnable:
-            x = xs.get(gt, 0.0)
-            if skip_zero and not x > 0:  # as :func:`rank` leaves them out
-                continue
-            d = defs.get(gt, 0.0)
-            typed = out.get(gt)
-            if typed is None:
-                typed = out[gt] = []
-            typed.append((key, x, d, times, (0.0, d, x, key)))
-    return out
-
-
-def rank_typed(rows: list[TypedRow], gt: GpuType, total: float) -> list[Entry]:
-    """:func:`rank` over :func:`rows_by_type`'s entries of ``gt``: the same list."""
-    entries: list[Entry] = []
-    add = entries.append
-    for key, x, d, times, zero in rows:
-        if x > 0:
-            mine = times.get(gt, 0.0)
-            add((x * BIG if total <= 0 or mine <= 0 else x * total / mine, d, x, key))
-        else:
-            add(zero)
-    entries.sort(key=_RANK, reverse=True)
-    return entries
-
-
-def greedy_singles(
-    order: list[GpuType],
-    typed: Mapping[GpuType, list[TypedRow]],
-    totals: Mapping[GpuType, float],
-    active: Mapping[JobId, JobView],
-    left: dict[GpuType, int],
-    prev: Mapping[JobId, Assignment],
-    out: dict[JobId, Assignment],
-    unallocated: AbstractSet[JobId],
-) -> dict[JobId, Assignment]:
-    """:func:`greedy`'s pass over the types when every entry is a single job (no pair):
-    each type ranks its own prebuilt entries (:func:`rows_by_type`) that are unplaced."""
-    held: set[JobId] = set()  # unallocated jobs taken this round (they do not run)
-    n_rows = len(active)
-    for gt in order:
-        if not left:
-            break  # every GPU is taken
-        free = left.get(gt, 0)
-        if free <= 0:
-            continue
-        rows = typed.get(gt, [])
-        if out or held:
-            if len(out) + len(held) >= n_rows:
-                break  # every entry is placed
-            rows = [r for r in rows if r[0] not in out and r[0] not in held]
-        for e in rank_typed(rows, gt, totals.get(gt, 0.0)):
-            if free <= 0:
-                break
-            key = e[3]
-            if key in out or key in held:
-                continue
-            need = max(1, active[key].spec.min_workers)
-            if need > free:
-                continue
-            free -= need
-            if key in unallocated:
-                held.add(key)
-                continue
-            old = prev.get(key)
-            if old is not None and old.gpu_type == gt and old.partner is None:
-                out[key] = old  # lease extension: the same Assignment, nodes and all
-            else:
-                out[key] = Assignment(gpu_type=gt, workers=need)
-        if free > 0:
-            left[gt] = free
-        else:
-            del left[gt]
-    return out
-
-
 def greedy(
     order: list[GpuType],
     rows: list[EntryRow],
@@ -169,7 +83,6 @@ def greedy(
     pinned: Mapping[JobId, Assignment],
     unallocated: AbstractSet[JobId] = frozenset(),
     singles: bool | None = None,
-    typed: Mapping[GpuType, list[TypedRow]] | None = None,
 ) -> dict[JobId, Assignment]:
     """Types in ``order``, each type's entries best first (:func:`rank`): take an entry
     whose job(s) do not run yet and whose gang fits what is left of the type.
@@ -179,8 +92,7 @@ def greedy(
     not run: Gavel's ``_schedule_jobs_on_workers`` selects it and then skips it
     (``job_id not in self._allocation``), so it waits for the next reset and the GPUs
     it was given stay idle this round. ``singles``: whether every row is a single job
-    (no pair), when the caller knows it already; ``typed``: :func:`rows_by_type` of
-    ``rows`` (one row per active job, in ``active`` order) for the faster single-job pass.
+    (no pair), when the caller knows it already.
 
     A type ranks only the entries still unplaced when its turn comes: the others would
     be skipped anyway, and the sort is stable, so the outcome is the same as ranking all.
@@ -195,8 +107,6 @@ def greedy(
     left = {g: c for g, c in left.items() if c > 0}
     if singles is None:  # no pairs: a key is placed iff in ``out``
         singles = all(r[0] in active for r in rows)
-    if singles and typed is not None:
-        return greedy_singles(order, typed, totals, active, left, prev, out, unallocated)
     held: set[JobId] = set()  # unallocated jobs taken this round (they do not run)
     for gt in order:
         if not left:

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field, fields
 from typing import Any
 
 from lyra_ray.model import ClusterSnapshot, GpuType, JobId, JobView, Node
-from lyra_ray.scheduling.round_greedy import EntryRow, Row, TypedRow
+from lyra_ray.scheduling.round_greedy import EntryRow, Row
 from lyra_ray.scheduling.type_order import TypeOrder
 
 
@@ -90,8 +90,6 @@ class RoundMemo:
     rows_out: dict[JobId, Row] | None = None
     """The last round's throughput rows by job, handed out again (the same object) while
     every job and row in it is the same: later steps then skip their own checks."""
-    typed_cache: tuple[list[EntryRow], dict[GpuType, list[TypedRow]]] | None = None
-    """The entry rows by GPU type (``round_greedy.rows_by_type``) of the last entry rows."""
     active_cache: tuple[tuple[JobView, ...], dict[JobId, JobView]] | None = None
     """The active jobs by id of the last snapshot's job tuple."""
 

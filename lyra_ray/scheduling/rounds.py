@@ -47,12 +47,10 @@ from lyra_ray.model import (
 from lyra_ray.scheduling.round_greedy import (
     EntryRow,
     Row,
-    TypedRow,
     active_by_id,
     greedy,
     pair_runnable,
     rank,
-    rows_by_type,
 )
 from lyra_ray.scheduling.round_state import RoundMemo, RoundState
 
@@ -115,19 +113,8 @@ class RoundMechanism:
         unallocated = active.keys() - ref.keys() if ref else frozenset()
         # ``rows`` are the active jobs, then pairs: no pair iff one row per active job.
         singles = len(rows) == len(active)
-        typed = self._typed_rows(rows) if singles else None
         out = greedy(
-            order,
-            rows,
-            wt,
-            skip_zero,
-            active,
-            gpus,
-            prev,
-            pinned or {},
-            unallocated,
-            singles,
-            typed,
+            order, rows, wt, skip_zero, active, gpus, prev, pinned or {}, unallocated, singles
         )
         self.state.rounds += 1
         return out
@@ -357,15 +344,6 @@ class RoundMechanism:
         ]
         self.memo.entry_cache = (sig, keys, rows, self._thr)
         return rows
-
-    def _typed_rows(self, rows: list[EntryRow]) -> dict[GpuType, list[TypedRow]]:
-        """:func:`rows_by_type` of the entry rows, kept while they are the same list (they
-        are rebuilt whenever X, a deficit or the entries change)."""
-        c = self.memo.typed_cache
-        if c is None or c[0] is not rows:
-            c = (rows, rows_by_type(rows, self.skip_zero_priority))
-            self.memo.typed_cache = c
-        return c[1]
 
     def _runnable_types(
         self, snap: ClusterSnapshot, key: str, active: Mapping[JobId, JobView]

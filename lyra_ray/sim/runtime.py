@@ -16,6 +16,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from operator import attrgetter
 from typing import ClassVar, Protocol
 
 from lyra_ray import model as m
@@ -23,6 +24,11 @@ from lyra_ray.model import Assignment, JobId, JobSpec
 from lyra_ray.model.mixed import mixed_throughput
 
 _EPS = 1e-9
+_FINISH = attrgetter("finish")
+_STOPS = (m.Preempt, m.Finish)
+_STARTS = (m.Launch, m.Resize)
+"""Tuples built once: ``m.Preempt | m.Finish`` written in :meth:`SimRuntime.apply`
+would build a union object for every action of a replay."""
 
 
 @dataclass(slots=True)
@@ -104,7 +110,7 @@ class SimRuntime:
         """The earliest predicted completion, cached until the runs change: a run's
         finish time is fixed when its rate is set, so a clock move does not alter it."""
         if self._next is None:
-            best = min((r.finish for r in self.runs.values()), default=math.inf)
+            best = min(map(_FINISH, self.runs.values()), default=math.inf)
             self._next = (None if best == math.inf else best,)
         return self._next[0]
 
@@ -150,10 +156,10 @@ class SimRuntime:
     def apply(self, actions: Sequence[m.Action]) -> None:
         started: list[JobId] = []
         for a in actions:
-            if isinstance(a, m.Preempt | m.Finish):
+            if isinstance(a, _STOPS):
                 self.runs.pop(a.job_id, None)
                 self._paired.discard(a.job_id)
-            elif isinstance(a, m.Launch | m.Resize):
+            elif isinstance(a, _STARTS):
                 resumed = a.job_id in self.started
                 self.started.add(a.job_id)
                 pay = self.overhead if (resumed or isinstance(a, m.Resize)) else 0.0
