@@ -26,9 +26,11 @@ commit that fails leaves it as it was, so the next commit writes the same change
 from __future__ import annotations
 
 import json
+import operator
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from functools import partial
+from itertools import compress
 from typing import Any
 
 import orjson
@@ -170,7 +172,13 @@ class Ledger:
 
     def _table(self, path: str, table: Mapping[str, Any], d: Delta, acc: _Accept) -> None:
         last = {} if self.fresh else self.rows.get(path, {})
-        changed = {k: dict(v) for k, v in table.items() if last.get(k) != v}
+        if last and table == last:  # one comparison in C: most tables are still between resets
+            acc.rows[path], acc.rows_removed[path] = {}, []
+            return
+        # the walk over every entry in C (map/compress): a round changes ~1,000 of 11,000
+        keys, values = list(table), list(table.values())
+        differs = map(operator.ne, values, map(last.get, keys))
+        changed = {k: dict(v) for k, v in compress(zip(keys, values, strict=True), differs)}
         d.rows += [(path, k, _dumps(v)) for k, v in changed.items()]
         acc.rows[path] = changed
         gone = [k for k in last if k not in table]
