@@ -87,8 +87,12 @@ def solve_ftf(
     if not active.any():
         return np.zeros((p.n, p.k)), 0.0
     A, bb = base_constraints(p.sf, p.capacity)
-    U = utility_matrix(p.T * p.runnable)
-    x, rho = solve_rho(U, A, bb, p.runnable.astype(np.float64).ravel(), active, t, r, b, tol)
+    coef = p.T * p.runnable
+    U = utility_matrix(coef)
+    ub = p.runnable.astype(np.float64).ravel()
+    # Row m of U is coef's row m: its best variable is the row's max (scipy's sparse max
+    # also counts U's implicit zeros, which only matters where no entry is positive).
+    x, rho = solve_rho(U, A, bb, ub, active, t, r, b, tol, ymax=coef.max(axis=1))
     return x.reshape(p.n, p.k), rho
 
 
@@ -102,10 +106,15 @@ def solve_rho(
     r: FloatArray,
     b: FloatArray,
     tol: float = 1e-10,
+    ymax: FloatArray | None = None,
 ) -> tuple[FloatArray, float]:
     """min over x of max_m rho_m, where job m's throughput is ``(U x)_m``: singles only
-    (:func:`solve_ftf`) or singles and pairs (``finish_time_fairness_packed``)."""
-    ymax = np.asarray(U.max(axis=1).todense()).ravel()  # best throughput of one variable
+    (:func:`solve_ftf`) or singles and pairs (``finish_time_fairness_packed``).
+
+    ``ymax``: each row's best throughput of one variable where the caller has it without
+    scipy's sparse max (only its positive entries are read)."""
+    if ymax is None:  # best throughput of one variable
+        ymax = np.asarray(U.max(axis=1).todense()).ravel()
     lo = float(np.max(((t + r / np.where(ymax > 0, ymax, 1.0)) / b)[active]))
     best_x = np.zeros(U.shape[1])
     best_rho = math.inf
