@@ -89,20 +89,7 @@ def start_embedded(
     # stepped, a reclaim that never served). The head starts without one; every node
     # and client after it gets this cluster's own.
     saved = {k: os.environ.pop(k) for k in ADDRESS_VARS if k in os.environ}
-    dash = free_port()
-    cluster = Cluster(
-        initialize_head=True,
-        head_node_args={
-            "num_cpus": 1,
-            "num_gpus": 0,
-            "object_store_memory": 100 * 2**20,
-            "include_dashboard": True,
-            "dashboard_host": "127.0.0.1",
-            "dashboard_port": dash,
-            "dashboard_agent_listen_port": free_port(),
-            "labels": {"pool": "head"},
-        },
-    )
+    cluster, dash = _start_head(Cluster)
     live = EmbeddedCluster(
         cluster,
         cluster.address,
@@ -122,6 +109,39 @@ def start_embedded(
         live.shutdown()
         raise
     return live
+
+
+HEAD_TRIES = 2
+"""Ray gives a new head's raylet a fixed 30 s to register with its GCS; on two loaded
+cores (a cluster shutting down beside it) that has run out. A second try, on fresh
+ports, costs nothing when the first succeeds."""
+
+
+def _start_head(cluster_cls: Any) -> tuple[Any, int]:
+    """The head node (no GPU, 1 CPU, the dashboard on); returns (cluster, dashboard port)."""
+    for attempt in range(1, HEAD_TRIES + 1):
+        dash = free_port()
+        try:
+            cluster = cluster_cls(
+                initialize_head=True,
+                head_node_args={
+                    "num_cpus": 1,
+                    "num_gpus": 0,
+                    "object_store_memory": 100 * 2**20,
+                    "include_dashboard": True,
+                    "dashboard_host": "127.0.0.1",
+                    "dashboard_port": dash,
+                    "dashboard_agent_listen_port": free_port(),
+                    "labels": {"pool": "head"},
+                },
+            )
+        except Exception as e:  # Ray raises a bare Exception for this one
+            if "timed out during startup" not in str(e) or attempt == HEAD_TRIES:
+                raise
+            log.warning("the Ray head timed out during startup; starting it again")
+            continue
+        return cluster, dash
+    raise AssertionError("unreachable")
 
 
 @contextmanager

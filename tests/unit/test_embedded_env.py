@@ -60,3 +60,30 @@ def test_the_head_gets_no_stale_address_and_later_nodes_get_this_clusters(
     live.shutdown()
     assert os.environ["RAY_ADDRESS"] == STALE  # the caller's environment as it was
     assert os.environ["RAY_API_SERVER_ADDRESS"] == "http://127.0.0.1:2"
+
+
+def test_a_head_that_timed_out_during_startup_is_started_once_more() -> None:
+    """Ray's fixed 30 s for a head's raylet to register ran out under load (a full
+    ``make test``): the embedded cluster tries once more on fresh ports; any other
+    failure, or a second timeout, is raised as it is."""
+    import pytest
+
+    from lyra_ray.ops import embedded
+
+    calls: list[dict[str, object]] = []
+
+    def flaky(fail: int) -> type:
+        class Fake:
+            def __init__(self, initialize_head: bool, head_node_args: dict[str, object]) -> None:
+                calls.append(head_node_args)
+                if len(calls) <= fail:
+                    raise Exception("The current node timed out during startup. This could ...")
+
+        return Fake
+
+    cluster, dash = embedded._start_head(flaky(1))
+    assert len(calls) == 2 and calls[1]["dashboard_port"] == dash
+    calls.clear()
+    with pytest.raises(Exception, match="timed out during startup"):
+        embedded._start_head(flaky(2))
+    assert len(calls) == embedded.HEAD_TRIES
