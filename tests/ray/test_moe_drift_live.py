@@ -87,11 +87,31 @@ def _settled(plan: dict[str, Any]) -> bool:
 
 
 def _shift_and_replan(client: Any, load: HttpLoad, topics: list[int]) -> tuple[int, int]:
-    """Shift the mix; wait for the drift re-plan. Returns (last check before, re-plan's)."""
+    """Shift the mix; wait for the drift re-plan. Returns (last check before, re-plan's).
+
+    The window after ``before`` holds the shift, part old mix and part new. A re-plan at
+    that very check needs the window before it, all old mix, to have passed the gate by
+    noise (a load-starved window has few requests): its placement fits the mixed window,
+    and the gate re-plans again once the new mix's windows pay (within ``CHECKS`` more).
+    That first, mixed re-plan counts only if the two checks after it are within bound.
+    """
     before = _last_check(client)
     load.body = {"topics": topics}
-    wait_until(lambda: _drift_replans(_plan(client), before), 120, "a phase-2 re-plan")
-    first = _drift_replans(_plan(client), before)[0]
+
+    def replan() -> dict[str, Any] | None:
+        plan = _plan(client)
+        later = _drift_replans(plan, before + 1)
+        if later:
+            return later[0]
+        early = _drift_replans(plan, before)
+        after = [_check(plan, n) for n in (before + 2, before + 3)]
+        if early and all(c is not None and c["imbalance"] <= max(BOUND, c["best"]) for c in after):
+            return early[0]
+        return None
+
+    wait_until(lambda: replan() is not None, 120, "a phase-2 re-plan on the new mix")
+    first = replan()
+    assert first is not None
     return before, int(first["reason"].split("check ")[1].split(",")[0])
 
 
