@@ -159,9 +159,10 @@ function drawTeams(teams) {
 
 let nextRound = null, fetchedAt = 0;
 function tick() {
-  if (nextRound === null) return;
+  const span = document.getElementById("round-next");
+  if (nextRound == null || span === null) return;
   const left = Math.max(0, nextRound - (Date.now() - fetchedAt) / 1000);
-  document.getElementById("round-next").textContent = dur(left);
+  span.textContent = dur(left);
 }
 async function refresh() {
   let resp;
@@ -173,7 +174,8 @@ async function refresh() {
   fill("who", d.user.name + (d.user.admin ? " (admin: every job)" : " (your jobs)"));
   const r = d.rounds;
   nextRound = r.next_in_s; fetchedAt = Date.now();
-  fill("round", `policy ${r.policy} · round ${r.done ?? "–"} of ${dur(r.round_s)} · next in `, el("span", {id: "round-next"}, dur(r.next_in_s)));
+  if (r.next_in_s == null) fill("round", `policy ${r.policy} · no round in progress`);
+  else fill("round", `policy ${r.policy} · round ${r.done ?? "–"} of ${dur(r.round_s)} · next in `, el("span", {id: "round-next"}, dur(r.next_in_s)));
   drawGpus(d.servers); drawQueue(d.queue); drawRunning(d.running); drawEnded(d.ended);
   drawLoans(d.loans, d.servers, d.now); drawServices(d.services, d.demand_servers); drawTeams(d.teams);
   fill("status", `updated ${clock(d.now)}; refreshes every ${REFRESH_MS / 1000} s`);
