@@ -89,6 +89,8 @@ class HttpLoad:
             self.failures[type(e).__name__] += 1
         except aiohttp.ClientError as e:
             self.failures[type(e).__name__] += 1
+        except Exception as e:  # e.g. a 200 whose body is not JSON: counted, never lost
+            self.failures[type(e).__name__] += 1
 
     async def _run(self) -> None:
         timeout = aiohttp.ClientTimeout(total=self.timeout_s)
