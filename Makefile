@@ -29,10 +29,10 @@ demo-sim: $(STAMP)
 	  --gpus-per-node 4 --policy fifo_nonpreemptive --json demo-out/report.json --plots demo-out
 
 prometheus:
-	@scripts/ensure_prometheus.sh
+	@scripts/ensure_deb.sh prometheus "the observability test"
 
 chromium:
-	@scripts/ensure_chromium.sh
+	@scripts/ensure_deb.sh chromium "the page test"
 
 test: $(STAMP) prometheus chromium
 	$(PY) -m pytest -q -p no:cacheprovider --durations=15 tests

@@ -5,7 +5,7 @@ HTML the server sent); ``--virtual-time-budget`` lets the page's timers and fetc
 first. Each call gets its own profile directory, so no cookie travels between users.
 Where Chromium is missing the test skips with a plain message, except under ``.ci/run``
 (``LYRA_CI`` set), where a missing browser fails it: ``make test`` installs it
-(``scripts/ensure_chromium.sh``).
+(``scripts/ensure_deb.sh chromium``).
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from typing import Any
 import pytest
 
 INSTALL_HINT = (
-    "Chromium is not installed: run `make test` as root (scripts/ensure_chromium.sh installs "
+    "Chromium is not installed: run `make test` as root (scripts/ensure_deb.sh chromium installs "
     "Debian's `chromium`) or `sudo apt-get install chromium`"
 )
 VOID = {"br", "input", "meta", "link", "img", "hr", "wbr", "source", "area", "col", "base"}
