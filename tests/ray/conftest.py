@@ -16,7 +16,7 @@ import pytest
 
 from lyra_ray.ops.embedded import EmbeddedCluster, free_port, start_embedded
 
-__all__ = ["LiveCluster", "free_port", "start_cluster", "stop_cluster"]
+__all__ = ["LiveCluster", "free_port", "start_cluster", "start_pool_cluster", "stop_cluster"]
 
 DEFAULT_NODES: tuple[tuple[str, int], ...] = (("v100", 4), ("p100", 4), ("k80", 4))
 
@@ -27,6 +27,17 @@ def start_cluster(nodes: Sequence[tuple[str, int]] = DEFAULT_NODES) -> LiveClust
     os.environ.setdefault("RAY_TMPDIR", "/tmp/ray-lyra-rt")
     os.environ.setdefault("RAY_AUTH_MODE", "disabled")
     return start_embedded(training=nodes)
+
+
+def start_pool_cluster(gpu: str = "t4") -> LiveCluster:
+    """One training server and two inference servers of 2 ``gpu`` GPUs each: the smallest
+    cluster on which a server can be lent while another still serves."""
+    live = start_cluster(nodes=())
+    live.add_gpu_node(gpu, 2, pool="training")
+    for _ in range(2):
+        live.add_gpu_node(gpu, 2, pool="inference")
+    live.cluster.wait_for_nodes()
+    return live
 
 
 def stop_cluster(live: LiveCluster) -> None:

@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from tests.ray.conftest import LiveCluster, start_cluster, stop_cluster
+from tests.ray.conftest import LiveCluster, start_pool_cluster, stop_cluster
 from tests.ray.http_load import HttpLoad
 from tests.ray.live_helpers import (
     assert_every_step_once,
@@ -33,11 +33,7 @@ GPU = "t4"
 @pytest.fixture(scope="module")
 def pool_cluster() -> Iterator[LiveCluster]:
     pytest.importorskip("ray")
-    live = start_cluster(nodes=())
-    live.add_gpu_node(GPU, 2, pool="training")
-    for _ in range(2):
-        live.add_gpu_node(GPU, 2, pool="inference")
-    live.cluster.wait_for_nodes()
+    live = start_pool_cluster(GPU)
     try:
         yield live
     finally:

@@ -25,7 +25,7 @@ from urllib.parse import urlsplit
 
 import pytest
 
-from tests.ray.conftest import LiveCluster, start_cluster, stop_cluster
+from tests.ray.conftest import LiveCluster, start_pool_cluster, stop_cluster
 from tests.ray.live_helpers import job, start_lending_scheduler, wait_until
 from tests.ray.page_browser import chromium_or_skip, dump_dom, parse, screenshot
 
@@ -43,11 +43,7 @@ def browser() -> str:
 @pytest.fixture(scope="module")
 def cluster(browser: str) -> Iterator[LiveCluster]:
     pytest.importorskip("ray")
-    live = start_cluster(nodes=())
-    live.add_gpu_node(GPU, 2, pool="training")
-    for _ in range(2):
-        live.add_gpu_node(GPU, 2, pool="inference")
-    live.cluster.wait_for_nodes()
+    live = start_pool_cluster(GPU)
     try:
         yield live
     finally:
