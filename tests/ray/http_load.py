@@ -8,11 +8,16 @@ A request whose connection the server closed before any response (aiohttp's
 ``ServerDisconnectedError``) is sent once more, as a client library does with an
 idempotent request (these are); each such retry is kept in ``retried``, so a report
 shows failures both with and without it (issue #31 asks for both).
+
+Every failure is counted by what it was (``http_<status>`` whatever the body, else the
+exception's type) and its first ones kept with the body's first bytes and the time
+(``errors``), so a failed run says which request failed, when, and what the server said.
 """
 
 from __future__ import annotations
 
 import asyncio
+import json
 import threading
 import time
 from collections import Counter
@@ -21,6 +26,8 @@ from typing import Any
 import aiohttp
 
 from lyra_ray.serving.load import check_loopback_url
+
+MAX_ERRORS_KEPT, BODY_BYTES_KEPT = 20, 300
 
 
 class HttpLoad:
@@ -37,6 +44,8 @@ class HttpLoad:
         """Requests sent again after the server dropped the connection unanswered."""
         self.latencies_ms: list[float] = []
         self.nodes: Counter[str] = Counter()
+        self.errors: list[dict[str, Any]] = []
+        """The first failures: kind, wall time, seconds since sent, the body's first bytes."""
         self._stop = threading.Event()
         self._thread = threading.Thread(target=lambda: asyncio.run(self._run()), daemon=True)
 
@@ -61,7 +70,20 @@ class HttpLoad:
             "p50_ms": lat[len(lat) // 2] if lat else None,
             "p99_ms": lat[min(len(lat) - 1, int(0.99 * len(lat)))] if lat else None,
             "nodes": dict(self.nodes),
+            "errors": list(self.errors),
         }
+
+    def _fail(self, kind: str, t0: float, detail: str = "") -> None:
+        self.failures[kind] += 1
+        if len(self.errors) < MAX_ERRORS_KEPT:
+            self.errors.append(
+                {
+                    "kind": kind,
+                    "at": time.time(),
+                    "after_s": round(time.monotonic() - t0, 3),
+                    "detail": detail[:BODY_BYTES_KEPT],
+                }
+            )
 
     async def _one(self, session: aiohttp.ClientSession) -> None:
         t0 = time.monotonic()
@@ -74,23 +96,26 @@ class HttpLoad:
     async def _post(self, session: aiohttp.ClientSession, t0: float, last: bool = False) -> None:
         try:
             async with session.post(self.url, json=self.body) as resp:
-                body = await resp.json(content_type=None)
-                if resp.status == 200:
-                    self.ok += 1
-                    self.latencies_ms.append(1000 * (time.monotonic() - t0))
-                    self.nodes[str(body.get("node", ""))[:12]] += 1
-                else:
-                    self.failures[f"http_{resp.status}"] += 1
+                raw = await resp.read()
+                if resp.status != 200:  # the status first: an error body may be plain text
+                    self._fail(f"http_{resp.status}", t0, raw.decode(errors="replace"))
+                    return
+                try:
+                    body = json.loads(raw)
+                except ValueError:
+                    self._fail("http_200_not_json", t0, raw.decode(errors="replace"))
+                    return
+                self.ok += 1
+                self.latencies_ms.append(1000 * (time.monotonic() - t0))
+                self.nodes[str(body.get("node", ""))[:12]] += 1
         except TimeoutError:
-            self.failures["timeout"] += 1
+            self._fail("timeout", t0)
         except aiohttp.ServerDisconnectedError as e:
             if not last:
                 raise  # sent once more by _one
-            self.failures[type(e).__name__] += 1
-        except aiohttp.ClientError as e:
-            self.failures[type(e).__name__] += 1
-        except Exception as e:  # e.g. a 200 whose body is not JSON: counted, never lost
-            self.failures[type(e).__name__] += 1
+            self._fail(type(e).__name__, t0, str(e))
+        except Exception as e:  # a connection error, or anything else: counted, never lost
+            self._fail(type(e).__name__, t0, str(e))
 
     async def _run(self) -> None:
         timeout = aiohttp.ClientTimeout(total=self.timeout_s)
