@@ -11,7 +11,7 @@ PURE := lyra_ray/model lyra_ray/scheduling lyra_ray/sim lyra_ray/telemetry lyra_
 export RAY_USAGE_STATS_ENABLED := 0
 export PYTHONUNBUFFERED := 1
 
-.PHONY: demo demo-sim test test-unit lint bench clean prometheus chromium
+.PHONY: demo demo-sim test test-unit lint bench clean prometheus chromium native
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -21,10 +21,15 @@ $(STAMP): pyproject.toml
 	$(PY) -m pip install -q -e '.[dev]'
 	touch $(STAMP)
 
+# The simulator's compiled core (lyra_ray/native.py): rebuilt only when a source changed;
+# without a C compiler the simulator runs interpreted (CI, LYRA_CI=1, requires the build).
+native: $(STAMP)
+	@$(PY) scripts/build_native.py $(if $(LYRA_CI),--strict)
+
 demo: $(STAMP)
 	@if [ -f scripts/demo.py ]; then $(PY) scripts/demo.py; else $(MAKE) --no-print-directory demo-sim; fi
 
-demo-sim: $(STAMP)
+demo-sim: $(STAMP) native
 	$(VENV)/bin/lyra simulate --trace lyra_ray/data/demo_jobs.yaml --cluster v100=8,p100=8,k80=16 \
 	  --gpus-per-node 4 --policy fifo_nonpreemptive --json demo-out/report.json --plots demo-out
 
@@ -34,7 +39,7 @@ prometheus:
 chromium:
 	@scripts/ensure_deb.sh chromium "the page test"
 
-test: $(STAMP) prometheus chromium
+test: $(STAMP) native prometheus chromium
 	$(PY) -m pytest -q -p no:cacheprovider --durations=15 tests
 
 test-unit: $(STAMP)
@@ -43,10 +48,10 @@ test-unit: $(STAMP)
 lint: $(STAMP)
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check $(PURE)
-	$(VENV)/bin/mypy $(PURE) lyra_ray/contract lyra_ray/client lyra_ray/ops lyra_ray/runtime lyra_ray/serving
+	$(VENV)/bin/mypy $(PURE) lyra_ray/native.py lyra_ray/contract lyra_ray/client lyra_ray/ops lyra_ray/runtime lyra_ray/serving
 
-bench: $(STAMP)
+bench: $(STAMP) native
 	@for b in benchmarks/[!_]*.py; do echo "== $$b"; $(PY) $$b || exit 1; done
 
 clean:
-	rm -rf $(VENV) demo-out *.egg-info
+	rm -rf $(VENV) demo-out *.egg-info build/native

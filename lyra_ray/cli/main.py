@@ -72,6 +72,10 @@ def _command(words: list[str]) -> str | None:
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser(_command(list(sys.argv[1:] if argv is None else argv)))
     args = parser.parse_args(argv)
+    # A call without argv is the process's own command line (the ``lyra`` script): only
+    # then may ``simulate`` swap in the compiled core (lyra_ray/native.py); an in-process
+    # call, as the tests make, keeps the modules its process already uses.
+    args.own_process = argv is None
     from lyra_ray.client.quiet import quiet_loggers, set_verbose
 
     set_verbose(bool(args.verbose))

@@ -111,10 +111,15 @@ def settings(args: argparse.Namespace) -> SimSettings:
 
 
 def run_simulate(args: argparse.Namespace) -> int:
+    from lyra_ray import native
+
+    if getattr(args, "own_process", False):
+        native.activate()  # before the core's first import: see lyra_ray/native.py
     from lyra_ray.sim.report import render_table, to_json, write_plots
     from lyra_ray.sim.workload import assemble
 
     work = assemble(settings(args))
+    work.meta["compiled_core"] = native.active()
     specs = work.specs
     if args.quiet:  # no bar, no table: Rich is not even imported (start-up counts)
         result = work.simulator.run(specs, work.window)
