@@ -8,9 +8,10 @@ mechanism's bookkeeping so that each file stays one concept.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from collections.abc import Set as AbstractSet
 from operator import itemgetter
+from typing import Protocol
 
 from lyra_ray.model import (
     Assignment,
@@ -24,6 +25,7 @@ from lyra_ray.model import (
 
 BIG = 1e9  # Gavel's "nothing received yet" multiplier (not inf: larger X still sorts first)
 _RANK = itemgetter(0, 1, 2)  # entries sort by (priority, deficit, X), best first
+_KEY = itemgetter(3)
 Entry = tuple[float, float, float, str]
 Row = dict[GpuType, float]
 EntryRow = tuple[str, set[GpuType], Row, Row, Row]
@@ -72,27 +74,66 @@ def rank(rows: list[EntryRow], gt: GpuType, total: float, skip_zero: bool) -> li
     return entries
 
 
+class Ranker(Protocol):
+    """One GPU type's turn of the greedy pass: the entries to offer it, best first."""
+
+    def ranked(
+        self, gt: GpuType, out: Mapping[JobId, Assignment], held: AbstractSet[JobId], free: int
+    ) -> Iterable[str]:
+        """Keys of the entries :func:`rank` orders for ``gt`` none of whose jobs is in
+        ``out`` or ``held`` yet; entries whose gang exceeds ``free`` may be left out."""
+        ...
+
+
+class RowRanker:
+    """:func:`rank` over entry rows, dropping the placed ones before each type's turn."""
+
+    def __init__(
+        self,
+        rows: list[EntryRow],
+        totals: Mapping[GpuType, float],
+        skip_zero: bool,
+        active: Mapping[JobId, JobView],
+        singles: bool | None = None,
+    ) -> None:
+        self.rows, self.totals, self.skip_zero, self.active = rows, totals, skip_zero, active
+        if singles is None:  # no pairs: a key is placed iff in ``out``
+            singles = all(r[0] in active for r in rows)
+        self.singles = singles
+
+    def ranked(
+        self, gt: GpuType, out: Mapping[JobId, Assignment], held: AbstractSet[JobId], free: int
+    ) -> Iterable[str]:
+        rows = self.rows
+        if out or held:
+            if self.singles:
+                rows = [r for r in rows if r[0] not in out and r[0] not in held]
+            else:
+                rows = [r for r in rows if not _placed(r[0], out, self.active, held)]
+            self.rows = rows
+        if not rows:
+            return ()
+        return map(_KEY, rank(rows, gt, self.totals.get(gt, 0.0), self.skip_zero))
+
+
 def greedy(
     order: list[GpuType],
-    rows: list[EntryRow],
-    totals: Mapping[GpuType, float],
-    skip_zero: bool,
+    ranker: Ranker,
     active: Mapping[JobId, JobView],
     gpus: Mapping[GpuType, int],
     prev: Mapping[JobId, Assignment],
     pinned: Mapping[JobId, Assignment],
     unallocated: AbstractSet[JobId] = frozenset(),
-    singles: bool | None = None,
 ) -> dict[JobId, Assignment]:
-    """Types in ``order``, each type's entries best first (:func:`rank`): take an entry
-    whose job(s) do not run yet and whose gang fits what is left of the type.
+    """Types in ``order``, each type's entries best first (``ranker``: :class:`RowRanker`,
+    or the columns of :mod:`lyra_ray.scheduling.round_rank`): take an entry whose job(s)
+    do not run yet and whose gang fits what is left of the type.
 
     A job in ``unallocated`` (active, but unknown to the allocation in force: it arrived
     after the last reset) is taken like any other, its GPUs counted as used, yet it is
     not run: Gavel's ``_schedule_jobs_on_workers`` selects it and then skips it
     (``job_id not in self._allocation``), so it waits for the next reset and the GPUs
-    it was given stay idle this round. ``singles``: whether every row is a single job
-    (no pair), when the caller knows it already.
+    it was given stay idle this round.
 
     A type ranks only the entries still unplaced when its turn comes: the others would
     be skipped anyway, and the sort is stable, so the outcome is the same as ranking all.
@@ -105,8 +146,6 @@ def greedy(
             out.update(group)
             left[a.gpu_type] -= a.workers
     left = {g: c for g, c in left.items() if c > 0}
-    if singles is None:  # no pairs: a key is placed iff in ``out``
-        singles = all(r[0] in active for r in rows)
     held: set[JobId] = set()  # unallocated jobs taken this round (they do not run)
     for gt in order:
         if not left:
@@ -114,17 +153,9 @@ def greedy(
         free = left.get(gt, 0)
         if free <= 0:
             continue
-        if out or held:
-            if singles:
-                rows = [r for r in rows if r[0] not in out and r[0] not in held]
-            else:
-                rows = [r for r in rows if not _placed(r[0], out, active, held)]
-            if not rows:
-                break  # every entry is placed
-        for e in rank(rows, gt, totals.get(gt, 0.0), skip_zero):
+        for key in ranker.ranked(gt, out, held, free):
             if free <= 0:
                 break
-            key = e[3]
             job = active.get(key)
             if job is not None:  # a single job (the common case)
                 if key in out or key in held:
@@ -195,7 +226,10 @@ def _pinned_groups(
 
 
 def _placed(
-    key: str, out: Mapping[JobId, Assignment], active: Mapping[JobId, JobView], held: set[JobId]
+    key: str,
+    out: Mapping[JobId, Assignment],
+    active: Mapping[JobId, JobView],
+    held: AbstractSet[JobId],
 ) -> bool:
     if key in active:
         return key in out or key in held

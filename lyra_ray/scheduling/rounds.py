@@ -46,12 +46,15 @@ from lyra_ray.model import (
 )
 from lyra_ray.scheduling.round_greedy import (
     EntryRow,
+    Ranker,
     Row,
+    RowRanker,
     active_by_id,
     greedy,
     pair_runnable,
     rank,
 )
+from lyra_ray.scheduling.round_rank import EntryIndex, IndexRanker
 from lyra_ray.scheduling.round_state import RoundMemo, RoundState
 
 _EMPTY: dict[GpuType, float] = {}
@@ -73,6 +76,9 @@ class RoundMechanism:
     """Gavel's default; 0 adopts every new allocation at the next round."""
     skip_zero_priority: bool = False
     """Gavel's FIFO rule: never hand idle GPUs to entries the allocation gives nothing."""
+    index_from: int = field(default=1000, compare=False)
+    """Active jobs from which rounds rank over kept columns (:mod:`.round_rank`, the same
+    answers; below it numpy costs more than it saves). A speed setting, not state."""
     state: RoundState = field(default_factory=RoundState)
     """The bookkeeping a round's answer depends on; persisted by :meth:`to_state`."""
     memo: RoundMemo = field(default_factory=RoundMemo, repr=False)
@@ -106,18 +112,36 @@ class RoundMechanism:
         self._credit(active, prev)
         if adopt and self._would_adopt(snap.now, active):
             self._reset(snap.now, active, allocation, snap.round_s / 2.0)
-        order = self._type_order(gpus)
-        rows = self._entry_rows(snap, active)
         wt, skip_zero = self.state.worker_time, self.skip_zero_priority
         ref = self.state.alloc_ref
         unallocated = active.keys() - ref.keys() if ref else frozenset()
-        # ``rows`` are the active jobs, then pairs: no pair iff one row per active job.
-        singles = len(rows) == len(active)
-        out = greedy(
-            order, rows, wt, skip_zero, active, gpus, prev, pinned or {}, unallocated, singles
-        )
+        ranker: Ranker
+        if len(active) >= self.index_from:
+            index = self._index(snap, active, gpus)
+            order = self._type_order(gpus, index.type_order(gpus))
+            ranker = IndexRanker(index, wt, skip_zero)
+        else:
+            self.memo.index = None  # its credits would go unrecorded
+            order = self._type_order(gpus)
+            rows = self._entry_rows(snap, active)
+            # ``rows`` are the active jobs, then pairs: no pair iff one row per active job.
+            ranker = RowRanker(rows, wt, skip_zero, active, len(rows) == len(active))
+        out = greedy(order, ranker, active, gpus, prev, pinned or {}, unallocated)
         self.state.rounds += 1
         return out
+
+    def _index(
+        self, snap: ClusterSnapshot, active: Mapping[JobId, JobView], gpus: Mapping[GpuType, int]
+    ) -> EntryIndex:
+        """The memo's :class:`EntryIndex`, brought up to date with this call's entries."""
+        index = self.memo.index
+        if index is None or index.types != list(gpus):
+            index = self.memo.index = EntryIndex(list(gpus))
+        st, keys = self.state, self._candidates(active)
+        book = (st.alloc_ref, st.job_time, st.deficits)
+        pairs = lambda key: self._runnable_types(snap, key, active)  # noqa: E731
+        index.sync(keys, len(active), self._thr, active, pairs, book)
+        return index
 
     @property
     def rounds_done(self) -> int:
@@ -175,6 +199,7 @@ class RoundMechanism:
     def load_state(self, state: Mapping[str, Any]) -> None:
         """Become the mechanism :meth:`to_state` saved, with every memo dropped."""
         restored = self.from_state(state)
+        restored.index_from = self.index_from
         for f in fields(self):
             setattr(self, f.name, getattr(restored, f.name))
 
@@ -207,6 +232,7 @@ class RoundMechanism:
         """Add last round's run time to the entry (job or pair) that ran, and its type."""
         done: set[str] = set()
         seen, job_time, worker_time = self.state.seen, self.state.job_time, self.state.worker_time
+        index = self.memo.index
         for jid, a in prev.items():
             gt = a.gpu_type
             if a.partner:
@@ -234,6 +260,8 @@ class RoundMechanism:
                 self.memo.entry_cache = None  # a cached row holds the empty default
             per[gt] = per.get(gt, 0.0) + delta
             worker_time[gt] = worker_time.get(gt, 0.0) + delta
+            if index is not None:
+                index.dirty.add(key)
         # The views' own mappings, not copies: a snapshot is immutable (the core builds
         # each view's ``time_received_s`` afresh), and copying one dict per active job
         # every round would cost more than the rest of the bookkeeping.
@@ -292,10 +320,13 @@ class RoundMechanism:
         keys += [k for k, members in self.memo.pairs_cache[1] if all(m in active for m in members)]
         return keys
 
-    def _type_order(self, gpus: Mapping[GpuType, int]) -> list[GpuType]:
-        """Fastest type first (:mod:`lyra_ray.scheduling.type_order`), shuffled each round for the
-        policies that ask for it (Gavel's agnostic ones)."""
-        order = self.memo.type_orders.order(self._thr, gpus)
+    def _type_order(
+        self, gpus: Mapping[GpuType, int], order: list[GpuType] | None = None
+    ) -> list[GpuType]:
+        """Fastest type first (:mod:`lyra_ray.scheduling.type_order`; ``order`` where the
+        caller has it), shuffled each round for the policies that ask (Gavel's agnostic)."""
+        if order is None:
+            order = self.memo.type_orders.order(self._thr, gpus)
         if self.shuffle_types:
             self._type_shuffler(len(order)).shuffle(order)
         return order
