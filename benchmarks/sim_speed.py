@@ -12,6 +12,12 @@ wall and CPU seconds and the 1-minute load average before it, so a reader can se
 busy the host was. Every run's average JCT (jobs 1000-1499) must be bit-identical across
 the repeats; it is written beside Gavel's own (``tests/data/gavel_reference.json``).
 
+The figure is ``lyra simulate`` as users get it: with the compiled core
+(``lyra_ray/native.py``: the same modules built by mypyc; the script builds it first when
+the source changed). Each policy also runs interpreted (``LYRA_NATIVE=0``), interleaved
+with the compiled runs, as the baseline of what compiling buys (``--no-interpreted``
+skips it); both must give the same average JCT to the bit.
+
 The package's bytecode is compiled before the first run, as ``pip install`` does: the
 hosts here set ``PYTHONDONTWRITEBYTECODE``, so a module edited since its ``.pyc`` was
 written would otherwise be compiled again at every start, and the table would time the
@@ -81,8 +87,9 @@ def lyra_command() -> list[str]:
     return [str(script)] if script.exists() else [sys.executable, "-m", "lyra_ray.cli"]
 
 
-def run_once(policy: str) -> dict[str, Any]:
-    """One ``lyra simulate`` process; its wall and CPU seconds and its summary."""
+def run_once(policy: str, compiled: bool = True) -> dict[str, Any]:
+    """One ``lyra simulate`` process, with the compiled core or without it
+    (``LYRA_NATIVE``); its wall and CPU seconds and its summary."""
     with tempfile.TemporaryDirectory() as tmp:
         out = Path(tmp) / "sim.json"
         cmd = [
@@ -107,11 +114,17 @@ def run_once(policy: str) -> dict[str, Any]:
         load = os.getloadavg()[0]
         r0 = resource.getrusage(resource.RUSAGE_CHILDREN)
         t0 = time.perf_counter()
-        subprocess.run(cmd, check=True, cwd=ROOT)
+        env = {**os.environ, "LYRA_NATIVE": "1" if compiled else "0"}
+        subprocess.run(cmd, check=True, cwd=ROOT, env=env)
         wall = time.perf_counter() - t0
         r1 = resource.getrusage(resource.RUSAGE_CHILDREN)
         summary = json.loads(out.read_text())
+    used = bool(summary["meta"].get("compiled_core"))
+    if used != compiled:
+        state = "used" if used else "not used"
+        raise SystemExit(f"{policy}: the compiled core was {state} (see make native)")
     return {
+        "compiled_core": used,
         "wall_s": wall,
         "cpu_s": (r1.ru_utime - r0.ru_utime) + (r1.ru_stime - r0.ru_stime),
         "replay_wall_s": summary["wall_s"],
@@ -129,11 +142,16 @@ def gavel_jct(policy: str) -> float | None:
     return None if jct is None else float(jct)
 
 
-def summarise(policy: str, runs: list[dict[str, Any]]) -> dict[str, Any]:
-    jcts = {r["avg_jct_s"] for r in runs}
+def summarise(
+    policy: str, runs: list[dict[str, Any]], interpreted: list[dict[str, Any]]
+) -> dict[str, Any]:
+    """The compiled core's runs are the figure; the interpreted ones, run interleaved
+    with them, are its baseline (their ratio: what compiling buys on this host)."""
+    jcts = {r["avg_jct_s"] for r in runs + interpreted}
     if len(jcts) != 1:
-        raise SystemExit(f"{policy}: the average JCT differs between repeats: {sorted(jcts)}")
+        raise SystemExit(f"{policy}: the average JCT differs between runs: {sorted(jcts)}")
     wall = statistics.median(r["wall_s"] for r in runs)
+    slow = statistics.median(r["wall_s"] for r in interpreted) if interpreted else None
     gavel_s = GAVEL_SECONDS.get(policy)
     jct, gjct = runs[0]["avg_jct_s"], gavel_jct(policy)
     return {
@@ -147,15 +165,18 @@ def summarise(policy: str, runs: list[dict[str, Any]]) -> dict[str, Any]:
         "jct_vs_gavel": None if gjct is None else jct / gjct,
         "gavel_wall_s": gavel_s,
         "speedup_vs_gavel": None if gavel_s is None else gavel_s / wall,
+        "interpreted_runs": interpreted,
+        "interpreted_median_wall_s": slow,
+        "compiled_vs_interpreted": None if slow is None else slow / wall,
     }
 
 
 def render(d: dict[str, Any]) -> str:
     """docs/gavel.md's ``sim-speed`` table: one row per policy."""
     rows = [
-        "| policy | ours, median wall (runs) | load avg (1 min) | Gavel | ours / Gavel "
-        f"(≥{d['target']:.0f}x) | avg JCT, ours | avg JCT, Gavel | ratio |",
-        "|---|---:|---:|---:|---:|---:|---:|---:|",
+        "| policy | ours, median wall (runs) | interpreted | load avg (1 min) | Gavel "
+        f"| ours / Gavel (≥{d['target']:.0f}x) | avg JCT, ours | avg JCT, Gavel | ratio |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     res = d["results"]
     known = list(GAVEL_SECONDS)
@@ -167,8 +188,10 @@ def render(d: dict[str, Any]) -> str:
         gj = r["gavel_avg_jct_s"]
         gavel_jct_text = "— | —" if gj is None else f"{gj:,.0f} s | {r['jct_vs_gavel']:.3f}"
         gs = r["gavel_wall_s"]
+        slow = r.get("interpreted_median_wall_s")
+        slow_text = "—" if slow is None else f"{slow:.2f} s ({r['compiled_vs_interpreted']:.2f}x)"
         rows.append(
-            f"| `{name}` | {r['median_wall_s']:.2f} s ({walls}) "
+            f"| `{name}` | {r['median_wall_s']:.2f} s ({walls}) | {slow_text} "
             f"| {min(loads):.2f}–{max(loads):.2f} "
             f"| {'—' if gs is None else f'{gs:.1f} s'} "
             f"| {'—' if speed is None else f'{speed:.1f}x'} "
@@ -182,24 +205,37 @@ def main() -> int:
     ap.add_argument("--policies", default=",".join(GAVEL_SECONDS))
     ap.add_argument("--repeats", type=int, default=3, help="runs per policy (median)")
     ap.add_argument("--out", default=str(OUT))
+    ap.add_argument(
+        "--no-interpreted",
+        dest="interpreted",
+        action="store_false",
+        help="skip the interpreted baseline runs (LYRA_NATIVE=0)",
+    )
     args = ap.parse_args()
     if not TRACE.exists():
         print(f"skipped: {TRACE} not found")
         return 0
     policies = args.policies.split(",")
     compile_bytecode()
+    sys.path.insert(0, str(ROOT))
+    from scripts.build_native import main as build_native
+
+    if build_native(["--strict"]) != 0:  # a no-op when the build matches the source
+        raise SystemExit("the compiled core could not be built: see above")
     runs: dict[str, list[dict[str, Any]]] = {p: [] for p in policies}
+    slow: dict[str, list[dict[str, Any]]] = {p: [] for p in policies}
     for i in range(args.repeats):
         for p in policies:
-            r = run_once(p)
-            runs[p].append(r)
-            print(
-                f"[{i + 1}/{args.repeats}] {p}: {r['wall_s']:.2f} s wall "
-                f"(replay {r['replay_wall_s']:.2f} s, load {r['load_avg_1m_before']:.2f}), "
-                f"avg JCT {r['avg_jct_s']!r}",
-                flush=True,
-            )
-    results = {p: summarise(p, rs) for p, rs in runs.items()}
+            for compiled in (True, False) if args.interpreted else (True,):
+                r = run_once(p, compiled)
+                (runs if compiled else slow)[p].append(r)
+                print(
+                    f"[{i + 1}/{args.repeats}] {p} ({'compiled' if compiled else 'interpreted'}):"
+                    f" {r['wall_s']:.2f} s wall (replay {r['replay_wall_s']:.2f} s, "
+                    f"load {r['load_avg_1m_before']:.2f}), avg JCT {r['avg_jct_s']!r}",
+                    flush=True,
+                )
+    results = {p: summarise(p, rs, slow[p]) for p, rs in runs.items()}
     for p, r in results.items():
         speed = r["speedup_vs_gavel"]
         print(f"{p}: median {r['median_wall_s']:.2f} s, {speed and f'{speed:.1f}x'} Gavel")
@@ -211,6 +247,8 @@ def main() -> int:
         "target": TARGET,
         "timed": "whole `lyra simulate --quiet --json` processes, interleaved",
         "bytecode": "compiled before the first run (as pip install does)",
+        "compiled_core": "lyra_ray/native.py (mypyc), built by scripts/build_native.py; "
+        "the interpreted runs set LYRA_NATIVE=0",
         "command": " ".join(lyra_command()),
         "python": sys.version.split()[0],
         "interpreter": os.path.realpath(sys.executable),
