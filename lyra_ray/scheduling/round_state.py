@@ -88,7 +88,7 @@ class RoundMemo:
     row_src: dict[JobId, object] = field(default_factory=dict)
     """Per job: the view's throughput mapping its row in ``row_of`` was built from."""
     row_of: dict[JobId, Row] = field(default_factory=dict)
-    row_gpus: object = None
+    row_gpus: Mapping[GpuType, int] | None = None
     """The GPU-count mapping ``row_of`` was built for (its types are the rows' keys)."""
     gpus_cache: tuple[tuple[Node, ...], frozenset[str], dict[GpuType, int]] | None = None
     pairs_cache: tuple[object, list[tuple[str, tuple[JobId, ...]]]] | None = None
