@@ -44,8 +44,17 @@ class EmbeddedCluster:
     """node id -> the ``cluster_utils`` node handle (for :meth:`remove`)."""
     saved_env: dict[str, str] = field(default_factory=dict)
     """The address variables this process had before; back in place at shutdown."""
+    worker_proxy_port: int = field(default_factory=free_port)
+    """The HTTP port of the Serve proxies of the nodes after the head (see add_gpu_node)."""
 
     def add_gpu_node(self, gpu: str, gpus: int, pool: str = "training", cpus: int = 2) -> str:
+        # WHY its own proxy port: Serve starts a proxy on every node that gets a replica,
+        # and on one host each would bind the head proxy's 127.0.0.1 port (SO_REUSEPORT),
+        # so the kernel hands a share of the clients' new connections to whichever proxy
+        # listens, also to one started a moment ago that has no routes yet: a request
+        # then gets 'POST 404' (issue #31: a lent server reclaimed, or a service's first
+        # server, under traffic). On a real cluster each node's proxy has its own address;
+        # here the nodes' proxies listen on a port no client is given.
         node = self.cluster.add_node(
             num_cpus=cpus,
             num_gpus=gpus,
@@ -53,6 +62,7 @@ class EmbeddedCluster:
             resources={f"accelerator_type:{gpu.upper()}": 1},
             labels={"gpu-type": gpu, "pool": pool},
             dashboard_agent_listen_port=free_port(),
+            env_vars={"RAY_SERVE_WORKER_PROXY_HTTP_PORT": str(self.worker_proxy_port)},
         )
         self.nodes[node.node_id] = node
         return str(node.node_id)
