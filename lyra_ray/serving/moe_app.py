@@ -14,11 +14,9 @@ hysteresis gate (:mod:`lyra_ray.serving.moe_drift`). A spec with ``uniform: 1`` 
 every expert at the same number of replicas (the baseline Lina is measured against) and
 never re-plans on drift.
 
-A device stands for a GPU running its experts: each call takes, inside the device lock,
-the H200 expert-time model of its tokens (``lyra_ray.moe_serving.expert_time``: a roofline
-with a launch floor) for the expert shape ``cost_dim`` x ``cost_hidden`` (default: the
-model's), slept out here after the real (small) expert runs; a spec that sets
-``service_ms`` gets that constant per call instead (:func:`call_seconds`).
+A device stands for a GPU running its experts (:mod:`lyra_ray.serving.moe_device`): each
+chunk takes, inside the device lock, the H200 expert-time model of its tokens. A
+request-layer sends each device one call with all its chunks.
 
 A plan switch drops no request: a request keeps the routing table it started with to
 its last layer; the pool deletes a drained server's app only once no request holding a
@@ -31,7 +29,6 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
@@ -40,8 +37,8 @@ from ray.exceptions import RayActorError
 from ray.serve.exceptions import DeploymentUnavailableError, ReplicaUnavailableError
 
 from lyra_ray.contract.labels import NODE_ID_LABEL
-from lyra_ray.moe_serving.expert_time import ExpertCost
 from lyra_ray.serving.meter import RequestMeter
+from lyra_ray.serving.moe_device import MoEDevice, device_service_ms
 from lyra_ray.serving.moe_drift import DriftGate
 from lyra_ray.serving.moe_metrics import ExpertMetrics
 from lyra_ray.serving.moe_plan import Device, RoutingTable, devices_of, plan_devices
@@ -50,7 +47,11 @@ from lyra_ray.serving.spec import moe_knobs
 
 log = logging.getLogger(__name__)
 
-WAIT_FOR_TABLE_S = 10.0
+WAIT_FOR_TABLE_S = 30.0
+"""How long a request that comes before the service's first plan waits for it: the HTTP
+route is up before the first server's devices are (seconds apart on a loaded host; a
+10 s wait answered 503 to the first requests of a live test under a CPU hog), and a
+service being deployed should hold its first requests, well within a client's 60 s."""
 LOAD_TIMEOUT_S = 20.0
 """How long a re-plan waits for its devices to load their experts (below the pool's 30 s
 call timeout, so a failed re-plan answers the pool, which calls again next poll)."""
@@ -58,74 +59,6 @@ DEVICE_CALL_TIMEOUT_S, RETRY_WAIT_S = 15.0, 40.0
 """A layer's expert calls slower than this fail the attempt (a lost server's device never
 answers), which then waits this long for a newer plan: in all, under a client's 60 s."""
 _GONE = (RayActorError, ReplicaUnavailableError, DeploymentUnavailableError, TimeoutError)
-DEVICE_GPU = "h200"
-"""The GPU type whose expert-time model a device's calls take (the one measured)."""
-
-
-def call_seconds(service_ms: float | None, expert: ExpertCost, tokens: int) -> float:
-    """Device seconds of one expert call of ``tokens`` tokens: the spec's ``service_ms``
-    if it sets one (the same for every call), else the expert-time model's."""
-    if service_ms is not None:
-        return service_ms / 1000.0
-    return expert.seconds(tokens)
-
-
-def device_service_ms(config: Mapping[str, Any]) -> float | None:
-    """The spec's ``service_ms``, or None when it leaves it out (then the model decides)."""
-    raw = config.get("service_ms")
-    return None if raw is None else float(raw)
-
-
-@serve.deployment(max_ongoing_requests=10_000, ray_actor_options={"num_cpus": 0})
-class MoEDevice:
-    """One GPU: the expert replicas the plan puts here, run one call at a time; each call
-    sleeps, inside the device lock, the GPU time of its kernel, which the CPU-only hosts
-    here cannot give (:func:`call_seconds` of its tokens for ``expert`` = (dim, hidden))."""
-
-    def __init__(
-        self,
-        node_id: str,
-        index: int,
-        service_ms: float | None,
-        peers: list[Any] | None = None,
-        expert: tuple[int, int] = (32, 64),
-    ) -> None:
-        """``peers``: the server's other devices, reachable through this one (``gpu0``)."""
-        self.node_id, self.index = node_id, index
-        self.service_ms = service_ms
-        self.expert = ExpertCost(expert[0], expert[1], DEVICE_GPU)
-        self.hosted: dict[tuple[int, int], Any] = {}
-        self.spare: dict[tuple[int, int], Any] = {}  # the last expert fetched, kept (Lina's spare)
-        self.fetched = 0
-        self._lock: asyncio.Lock | None = None
-
-    async def host(self, experts: list[tuple[int, int, list[Any]]]) -> int:
-        """Hold exactly these (layer, expert, [weights ref]) replicas; returns how many."""
-        keep: dict[tuple[int, int], Any] = {}
-        for layer, e, ref in experts:
-            key = (layer, e)
-            keep[key] = self.hosted[key] if key in self.hosted else await ref[0]
-        self.hosted = keep
-        return len(keep)
-
-    async def __call__(self, layer: int, expert: int, x: Any, ref: list[Any]) -> Any:
-        from lyra_ray.moe_serving.experts import expert_ffn
-
-        w = self.hosted.get((layer, expert), self.spare.get((layer, expert)))
-        if w is None:  # borrowed, or moved away under a request still running: fetch it
-            w = await ref[0]
-            self.fetched, self.spare = self.fetched + 1, {(layer, expert): w}
-        if self._lock is None:
-            self._lock = asyncio.Lock()
-        async with self._lock:
-            start = time.perf_counter()
-            y = expert_ffn(x, w)
-            left = call_seconds(self.service_ms, self.expert, len(x))
-            if self.service_ms is None:  # the model's time is the whole call's
-                left -= time.perf_counter() - start
-            if left > 0:
-                await asyncio.sleep(left)
-        return y
 
 
 @serve.deployment(max_ongoing_requests=100_000, ray_actor_options={"num_cpus": 0})
@@ -342,23 +275,36 @@ class MoEServiceIngress:
                 self.expert_metrics.routed(layer, counts)
                 split = chunk_hosts if self.borrow else static_hosts
                 where = tab.devices_for(layer, split(counts, tab.counts[layer]))
-                ys = await asyncio.gather(
-                    *(self._expert(tab, layer, d.expert, xn[d.rows], where[d.expert]) for d in ds)
-                )
-                h = model.combine(h, ds, list(ys))
+                ys = await self._experts(tab, layer, [(d.expert, xn[d.rows]) for d in ds], where)
+                h = model.combine(h, ds, ys)
             return model.finish(h).numpy()
         finally:
             tab.active -= 1
 
-    async def _expert(self, tab: RoutingTable, layer: int, e: int, x: Any, devs: list[int]) -> Any:
-        chunks = np.array_split(x.numpy(), len(devs))
-        ref = [self.weights[layer][e]]
-        calls = [
-            self._handle(tab.devices[d]).remote(layer, e, c, ref)
-            for c, d in zip(chunks, devs, strict=True)
-        ]
+    async def _experts(
+        self, tab: RoutingTable, layer: int, work: list[tuple[int, Any]], where: list[list[int]]
+    ) -> list[Any]:
+        """Each ``(expert, rows)`` of ``work`` split over its devices (``where[expert]``),
+        one :meth:`MoEDevice.run` call per device for all its chunks; the outputs per
+        expert, in ``work``'s order."""
+        parts: dict[int, list[tuple[int, Any, list[Any]]]] = {}
+        spots: list[list[tuple[int, int]]] = []  # per expert: (device, its part) per chunk
+        for e, x in work:
+            chunks = np.array_split(x.numpy(), len(where[e]))
+            ref = [self.weights[layer][e]]
+            row = []
+            for c, d in zip(chunks, where[e], strict=True):
+                mine = parts.setdefault(d, [])
+                row.append((d, len(mine)))
+                mine.append((e, c, ref))
+            spots.append(row)
+        devs = sorted(parts)
+        calls = [self._handle(tab.devices[d]).run.remote(layer, parts[d]) for d in devs]
         outs = await asyncio.wait_for(asyncio.gather(*calls), DEVICE_CALL_TIMEOUT_S)
-        return self.torch.from_numpy(np.concatenate(outs))
+        by_dev = dict(zip(devs, outs, strict=True))
+        return [
+            self.torch.from_numpy(np.concatenate([by_dev[d][i] for d, i in row])) for row in spots
+        ]
 
     async def __call__(self, request: Any) -> Any:
         from starlette.responses import JSONResponse

@@ -143,7 +143,7 @@ def test_plan_for_batch_refuses_a_bad_batch() -> None:
 
 def test_service_device_sleeps_the_model_unless_service_ms_is_given() -> None:
     from lyra_ray.moe_serving.experts import ExpertWeights
-    from lyra_ray.serving.moe_app import MoEDevice, call_seconds, device_service_ms
+    from lyra_ray.serving.moe_device import MoEDevice, call_seconds, device_service_ms
 
     cost = ExpertCost(32, 64)
     assert call_seconds(None, cost, 16) == pytest.approx(expert_time_s(32, 64, 16))
