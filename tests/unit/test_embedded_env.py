@@ -81,7 +81,7 @@ def test_a_head_that_timed_out_during_startup_is_started_once_more() -> None:
 
         return Fake
 
-    cluster, dash = embedded._start_head(flaky(1))
+    _cluster, dash = embedded._start_head(flaky(1))
     assert len(calls) == 2 and calls[1]["dashboard_port"] == dash
     calls.clear()
     with pytest.raises(Exception, match="timed out during startup"):
