@@ -24,6 +24,9 @@ $(STAMP): pyproject.toml
 # The simulator's compiled core (lyra_ray/native.py): rebuilt only when a source changed;
 # without a C compiler the simulator runs interpreted (CI, LYRA_CI=1, requires the build).
 native: $(STAMP)
+	@scripts/ensure_deb.sh gcc "the simulator's compiled core"
+	@scripts/ensure_deb.sh python3.11-dev "the simulator's compiled core" \
+	  "$$($(PY) -c 'import sysconfig; print(sysconfig.get_paths()["include"])')/Python.h"
 	@$(PY) scripts/build_native.py $(if $(LYRA_CI),--strict)
 
 demo: $(STAMP)
