@@ -242,6 +242,11 @@ def _up(
         # registering with a GCS that is still starting times out ("node timed out
         # during startup"); in sequence each one takes a few seconds.
         expected = 1
+        # The worker nodes' Serve proxies get a port of their own, which no client is
+        # given: on one host each would otherwise bind the head proxy's port
+        # (SO_REUSEPORT), and the kernel hands some new connections to a proxy Serve has
+        # just started, before it has routes: 'POST 404' (see ops/embedded.py).
+        worker_env = {**env, "RAY_SERVE_WORKER_PROXY_HTTP_PORT": str(_free_port())}
         pools = [(nodes_spec, "training")] + ([(inference, "inference")] if inference else [])
         items = [(g, c, n, pool) for spec, pool in pools for g, c, n in parse_nodes(spec)]
         for gpu, count, gpus, pool in items:
@@ -256,7 +261,7 @@ def _up(
                     f"--dashboard-agent-listen-port={_free_port()}",
                 ]
                 logfile = h / f"{pool}-{gpu}-{i}.log"
-                info["pids"].append(_spawn(args, logfile, env))
+                info["pids"].append(_spawn(args, logfile, worker_env))
                 expected += 1
                 _save(h, info)
                 _wait_nodes(expected, pid=info["pids"][-1], logfile=logfile)
