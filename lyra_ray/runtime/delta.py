@@ -15,7 +15,8 @@ only the difference:
   rebuilds its node tuple when a node comes or goes; the decider replaces its
   allocation when the policy solves);
 - the round mechanism's per-entry tables (``job_time``, ``deficits``, ``alloc_ref``,
-  ``seen``): entry by entry, against copies of what was written;
+  ``seen``): entry by entry, against copies of what was written, read in place (not
+  copied); ``deficits`` and ``alloc_ref`` only when the object was replaced (a reset);
 - everything else (the clock, loans, policy and throughput state, the executor's and the
   serving pool's state, failure reasons): serialised and compared as text.
 
@@ -39,9 +40,14 @@ from lyra_ray.model import JobSpec
 from lyra_ray.model.state import allocation_to_dict, job_fingerprint, job_record, spec_to_dict
 from lyra_ray.runtime.store import Delta
 from lyra_ray.scheduling.core import SchedulerCore
+from lyra_ray.scheduling.rounds import RoundMechanism
 
 ROUND_TABLES = ("job_time", "deficits", "alloc_ref", "seen")
 """The round state's mappings keyed by job (or pair): written entry by entry."""
+REPLACED_TABLES = ("deficits", "alloc_ref")
+"""Of those, the ones the round mechanism replaces at a reset and never edits in between
+(:meth:`~lyra_ray.scheduling.round_state.RoundState.tables`): the same object is the same
+table, so a backfill does not compare their 10,000 entries with what was written."""
 
 
 def _dumps(value: Any) -> str:
@@ -113,14 +119,20 @@ class Ledger:
                 return self._extras(extras, d, acc)
             if early is not None:
                 acc.refs["core.rounds.early"] = early
-            saved = rounds.to_state()
-            tables = {k: saved.pop(k) for k in ROUND_TABLES if k in saved}
+            tables: Mapping[str, Mapping[str, Any]]
+            replaced: tuple[str, ...]
+            if isinstance(rounds, RoundMechanism):  # its tables read in place, not copied
+                saved = {**rounds.settings(), **rounds.state.scalars()}
+                tables, replaced = rounds.state.tables(), REPLACED_TABLES
+            else:
+                saved = rounds.to_state()
+                tables, replaced = {k: saved.pop(k) for k in ROUND_TABLES if k in saved}, ()
             self._part("core.rounds", {**saved, **{k: {} for k in tables}}, d, acc)
             mark = (saved.get("rounds"), saved.get("last_reset"), *map(len, tables.values()))
             if self.fresh or self.refs.get("core.rounds.mark") != mark:
                 acc.refs["core.rounds.mark"] = mark
                 for name, table in tables.items():
-                    self._table(f"core.rounds.{name}", table, d, acc)
+                    self._table(f"core.rounds.{name}", table, d, acc, name in replaced)
         return self._extras(extras, d, acc)
 
     def _extras(self, extras: Mapping[str, Any], d: Delta, acc: _Accept) -> tuple[Delta, _Accept]:
@@ -170,7 +182,17 @@ class Ledger:
         acc.refs[path] = ref
         self._part(path, build(), d, acc)
 
-    def _table(self, path: str, table: Mapping[str, Any], d: Delta, acc: _Accept) -> None:
+    def _table(
+        self, path: str, table: Mapping[str, Any], d: Delta, acc: _Accept, replaced: bool = False
+    ) -> None:
+        """Write the entries of ``table`` that differ from what was written; a
+        ``replaced`` table (never edited, only replaced) is skipped while it is the one
+        written last."""
+        if replaced:
+            if not self.fresh and self.refs.get(path) is table:
+                acc.rows[path], acc.rows_removed[path] = {}, []
+                return
+            acc.refs[path] = table
         last = {} if self.fresh else self.rows.get(path, {})
         if last and table == last:  # one comparison in C: most tables are still between resets
             acc.rows[path], acc.rows_removed[path] = {}, []

@@ -44,15 +44,29 @@ class RoundState:
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-safe plain dicts (``seen`` holds the snapshot views' own mappings)."""
+        seen = {k: dict(v) for k, v in self.seen.items()}
+        return {**self.scalars(), **self.tables(), "seen": seen}
+
+    def scalars(self) -> dict[str, Any]:
+        """:meth:`to_dict` less the per-entry tables."""
         return {
-            "job_time": self.job_time,
             "worker_time": self.worker_time,
-            "deficits": self.deficits,
-            "alloc_ref": self.alloc_ref,
-            "seen": {k: dict(v) for k, v in self.seen.items()},
             "job_set": self.job_set,
             "last_reset": self.last_reset,
             "rounds": self.rounds,
+        }
+
+    def tables(self) -> dict[str, Mapping[str, Mapping[GpuType, float]]]:
+        """The per-entry tables, by reference and not copied (``seen`` holds the views'
+        mappings): an incremental store reads them entry by entry between two rounds,
+        and copying ``seen`` (10,000 entries live) for that cost more than the read.
+        ``deficits`` and ``alloc_ref`` are replaced at a reset and never edited between
+        resets; ``job_time`` is edited in place by every round; ``seen`` is replaced."""
+        return {
+            "job_time": self.job_time,
+            "deficits": self.deficits,
+            "alloc_ref": self.alloc_ref,
+            "seen": self.seen,
         }
 
     @classmethod

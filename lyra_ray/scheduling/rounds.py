@@ -108,7 +108,7 @@ class RoundMechanism:
         prev = previous or {}
         active = self._active(snap)
         gpus = self._gpus(snap)
-        self._thr = self._rows(snap, active, gpus)
+        self._thr = self.memo.throughput_rows(snap, active, gpus)
         self._credit(active, prev)
         if adopt and self._would_adopt(snap.now, active):
             self._reset(snap.now, active, allocation, snap.round_s / 2.0)
@@ -134,13 +134,14 @@ class RoundMechanism:
         self, snap: ClusterSnapshot, active: Mapping[JobId, JobView], gpus: Mapping[GpuType, int]
     ) -> EntryIndex:
         """The memo's :class:`EntryIndex`, brought up to date with this call's entries."""
-        index = self.memo.index
-        if index is None or index.types != list(gpus):
-            index = self.memo.index = EntryIndex(list(gpus))
+        index, types = self.memo.index, list(gpus)
+        if index is None or index.types != types:
+            index = self.memo.index = EntryIndex(types)
         st, keys = self.state, self._candidates(active)
-        book = (st.alloc_ref, st.job_time, st.deficits)
         pairs = lambda key: self._runnable_types(snap, key, active)  # noqa: E731
-        index.sync(keys, len(active), self._thr, active, pairs, book)
+        index.sync(
+            keys, len(active), self._thr, active, pairs, (st.alloc_ref, st.job_time, st.deficits)
+        )
         return index
 
     @property
@@ -178,8 +179,11 @@ class RoundMechanism:
         return c[1]
 
     def to_state(self) -> dict[str, Any]:
+        return {**self.state.to_dict(), **self.settings()}
+
+    def settings(self) -> dict[str, Any]:
+        """What :meth:`to_state` holds besides the bookkeeping (:class:`RoundState`)."""
         return {
-            **self.state.to_dict(),
             "shuffle_types": self.shuffle_types,
             "seed": self.seed,
             "min_reset_interval_s": self.min_reset_interval_s,
@@ -207,18 +211,12 @@ class RoundMechanism:
         """Current priority of every candidate entry per GPU type (for tests and reports)."""
         active = active_by_id(snap)
         gpus = self._gpus(snap)
-        self._thr = self._rows(snap, active, gpus)
+        self._thr = self.memo.throughput_rows(snap, active, gpus)
         rows = self._entry_rows(snap, active)
         wt, skip_zero = self.state.worker_time, self.skip_zero_priority
         return {gt: {e[3]: e[0] for e in rank(rows, gt, wt.get(gt, 0.0), skip_zero)} for gt in gpus}
 
     # ------------------------------------------------------------------ bookkeeping
-
-    def _rows(
-        self, snap: ClusterSnapshot, active: Mapping[JobId, JobView], gpus: Mapping[GpuType, int]
-    ) -> dict[JobId, Row]:
-        """Every active job's steps/s per GPU type (:meth:`RoundMemo.throughput_rows`)."""
-        return self.memo.throughput_rows(snap, active, gpus)
 
     def _gpus(self, snap: ClusterSnapshot) -> dict[GpuType, int]:
         """``snap.gpus_by_type()``, cached while the snapshot carries the same node tuple."""
