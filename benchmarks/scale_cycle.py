@@ -20,7 +20,9 @@ its size while jobs finish. Job sizes are log-uniform (10 GPU-minutes to 100 GPU
     .venv/bin/python benchmarks/scale_cycle.py            # writes benchmarks/results/scale.json
 
 Reported per policy, queue size and store: cycle p50/p99/max (wall seconds of fold ->
-decide -> commit -> apply -> commit), the host's load average beside them, commit bytes
+decide -> commit -> apply -> commit), the collector's and SQLite's WAL checkpoints between
+cycles (:mod:`lyra_ray.runtime.gc_pacing`, :mod:`lyra_ray.runtime.wal_pacing`: not in a
+cycle, reported beside it), the host's load average beside them, commit bytes
 and seconds (all cycles, and the cycles in which the queue did not change), the process's
 peak RSS. Timings vary with the host: compare rows of the same run only.
 """
@@ -216,6 +218,7 @@ def run(
         # the paced collector's pauses between the measured cycles (not in ``cyc``)
         pauses = sorted(s for _, s in loop.gc.pauses[warm:])
         fulls = [s for g, s in loop.gc.pauses[warm:] if g == 2]
+        ckpts = sorted(loop.wal.pauses[warm:])  # the WAL checkpoints between them
         out = {
             "policy": policy,
             "queued": queued,
@@ -239,6 +242,8 @@ def run(
             "gc_between_p99_ms": _ms(_p99(pauses)) if pauses else None,
             "gc_full_count": len(fulls),
             "gc_full_max_ms": _ms(max(fulls)) if fulls else None,
+            "wal_between_p50_ms": _ms(statistics.median(ckpts)) if ckpts else None,
+            "wal_between_p99_ms": _ms(_p99(ckpts)) if ckpts else None,
             "loadavg_1m": round(os.getloadavg()[0], 2),
             "active_jobs_end": len(core.state.active_jobs()),
             "running_end": sum(1 for j in core.state.active_jobs() if j.current is not None),

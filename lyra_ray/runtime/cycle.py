@@ -29,6 +29,7 @@ from lyra_ray.runtime.faults import FaultHook
 from lyra_ray.runtime.gc_pacing import PacedGC
 from lyra_ray.runtime.metrics import SchedulerMetrics
 from lyra_ray.runtime.store import StateStore
+from lyra_ray.runtime.wal_pacing import PacedCheckpoint
 from lyra_ray.scheduling.core import SchedulerCore
 from lyra_ray.scheduling.loop import Clock, Cycle, Observer, Sink, Source, loop
 
@@ -177,12 +178,14 @@ class WallClock:
 
 
 class _CollectingClock:
-    """A clock that lets the paced collector run before it waits for the next cycle."""
+    """A clock that lets the paced WAL checkpoint and collector run before it waits for
+    the next cycle."""
 
-    def __init__(self, clock: Clock, gc: PacedGC) -> None:
-        self.clock, self.gc = clock, gc
+    def __init__(self, clock: Clock, gc: PacedGC, wal: PacedCheckpoint) -> None:
+        self.clock, self.gc, self.wal = clock, gc, wal
 
     def next(self, wakeup: float | None) -> float | None:
+        self.wal.between()
         self.gc.between()
         return self.clock.next(wakeup)
 
@@ -206,6 +209,8 @@ class LiveCycle:
         self.observers = tuple(observers)
         self.gc = PacedGC()
         """The collector runs between cycles, not inside them (see :mod:`.gc_pacing`)."""
+        self.wal = PacedCheckpoint(store.store)
+        """So do SQLite's WAL checkpoints (see :mod:`.wal_pacing`)."""
 
     def run(
         self,
@@ -215,8 +220,8 @@ class LiveCycle:
     ) -> int:
         """Cycles until ``clock`` ends them; ``on_error`` hears a failed cycle (live: the
         loop goes on)."""
-        with self.gc:
-            return self._loop(_CollectingClock(clock, self.gc), guard, on_error)
+        with self.gc, self.wal:
+            return self._loop(_CollectingClock(clock, self.gc, self.wal), guard, on_error)
 
     def _loop(
         self,
