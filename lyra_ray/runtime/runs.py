@@ -39,6 +39,7 @@ from lyra_ray.train.user_code import load_entrypoint, user_loop
 
 log = logging.getLogger(__name__)
 
+
 def run_name(job_id: str) -> str:
     """The stable Ray Train ``RunConfig.name`` of a job (same across reruns)."""
     return f"lyra-{job_id}"
