@@ -112,8 +112,10 @@ def read_build(directory: Path = BUILD_DIR) -> Build | None:
     return Build(directory, files, sources)
 
 
-def stale_reason(build: Build, root: Path = ROOT) -> str | None:
-    """Why this build may not run here, or None where every piece matches."""
+def stale_reason(build: Build, root: Path = ROOT, *, this_process: bool = True) -> str | None:
+    """Why this build may not run here, or None where every piece matches.
+    ``this_process=False`` asks only whether it matches the source (for a fresh process,
+    as the equivalence test starts), not whether this one has its modules loaded."""
     if set(build.sources) != set(MODULES):
         return "it was built from another list of modules"
     suffixes = tuple(importlib.machinery.EXTENSION_SUFFIXES)
@@ -126,7 +128,7 @@ def stale_reason(build: Build, root: Path = ROOT) -> str | None:
         src = source_path(module, root)
         if not src.is_file() or source_hash(src) != digest:
             return f"{src.relative_to(root)} changed since the build (make native)"
-    loaded = sorted(m for m in build.files if m in sys.modules)
+    loaded = sorted(m for m in build.files if m in sys.modules) if this_process else []
     if loaded:
         return f"{loaded[0]} is already imported"
     return None

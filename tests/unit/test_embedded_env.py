@@ -72,12 +72,12 @@ def test_a_head_that_timed_out_during_startup_is_started_once_more() -> None:
 
     calls: list[dict[str, object]] = []
 
-    def flaky(fail: int) -> type:
+    def flaky(fail: int, message: str = "The current node timed out during startup.") -> type:
         class Fake:
             def __init__(self, initialize_head: bool, head_node_args: dict[str, object]) -> None:
                 calls.append(head_node_args)
                 if len(calls) <= fail:
-                    raise Exception("The current node timed out during startup. This could ...")
+                    raise Exception(message)
 
         return Fake
 
@@ -87,3 +87,11 @@ def test_a_head_that_timed_out_during_startup_is_started_once_more() -> None:
     with pytest.raises(Exception, match="timed out during startup"):
         embedded._start_head(flaky(2))
     assert len(calls) == embedded.HEAD_TRIES
+    calls.clear()  # the dashboard dying at start (return code -6), as Ray reports it
+    dashboard = "Failed to read dashboard.err file: [Errno 2] No such file or directory"
+    embedded._start_head(flaky(1, dashboard))
+    assert len(calls) == 2
+    calls.clear()
+    with pytest.raises(Exception, match="port is taken"):
+        embedded._start_head(flaky(1, "port is taken"))
+    assert len(calls) == 1
