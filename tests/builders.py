@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from lyra_ray.model import JobSpec, JobStatus, Node
 from lyra_ray.scheduling.core import SchedulerCore
 
@@ -59,3 +61,12 @@ def check_invariants(core: SchedulerCore) -> None:
             used[node_id] = used.get(node_id, 0) + g
     for node_id, g in used.items():
         assert g <= core.nodes[node_id].num_gpus, (node_id, g)
+
+
+def schedule(jobs: list[dict[str, Any]]) -> list[tuple[Any, ...]]:
+    """What tells two simulated schedules apart: each job's id, finish, first start,
+    preemptions and steps (a report's ``jobs`` records)."""
+    return [
+        (r["id"], r["finish_s"], r["first_start_s"], r["preemptions"], r["steps_done"])
+        for r in jobs
+    ]

@@ -25,7 +25,7 @@ from lyra_ray.policies.gavel.max_min_fairness import las_coefficients
 from lyra_ray.scheduling.core import Folded, SchedulerCore
 from lyra_ray.sim.runtime import SimRuntime
 from lyra_ray.sim.simulator import Simulator
-from tests.builders import job
+from tests.builders import job, schedule
 from tests.gavel_builders import random_snapshot
 
 GPU = ["v100", "p100", "k80"]
@@ -76,10 +76,7 @@ def _schedule(
     core.fold = folded  # type: ignore[method-assign]
     core.decide = logged  # type: ignore[method-assign]
     res = sim.run(specs)
-    return seen + [
-        (r["id"], r["finish_s"], r["first_start_s"], r["preemptions"], r["steps_done"])
-        for r in res.jobs
-    ]
+    return seen + schedule(res.jobs)
 
 
 @settings(max_examples=25, deadline=None)

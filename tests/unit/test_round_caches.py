@@ -18,7 +18,7 @@ from lyra_ray.model.throughput import SpecThroughputs
 from lyra_ray.policies.base import get_policy
 from lyra_ray.scheduling.rounds import RoundMechanism
 from lyra_ray.sim.simulator import Simulator
-from tests.builders import job
+from tests.builders import job, schedule
 
 GPU = ["v100", "p100", "k80"]
 
@@ -38,10 +38,7 @@ def _run(
 
         rounds.assign = fresh  # type: ignore[method-assign]
     res = sim.run(specs)
-    return [
-        (r["id"], r["finish_s"], r["first_start_s"], r["preemptions"], r["steps_done"])
-        for r in res.jobs
-    ]
+    return schedule(res.jobs)
 
 
 @settings(max_examples=15, deadline=None)

@@ -26,6 +26,7 @@ from lyra_ray.scheduling.rounds import RoundMechanism
 from lyra_ray.scheduling.type_order import fastest_first
 from lyra_ray.sim.simulator import Simulator
 from tests.builders import job as sim_job
+from tests.builders import schedule
 from tests.gavel_builders import TableThroughputs, job
 
 GPU = ["v100", "p100", "k80"]
@@ -41,10 +42,7 @@ def _sim(
     assert isinstance(rounds, RoundMechanism)
     rounds.index_from = index_from
     res = sim.run(specs)
-    return [
-        (r["id"], r["finish_s"], r["first_start_s"], r["preemptions"], r["steps_done"])
-        for r in res.jobs
-    ]
+    return schedule(res.jobs)
 
 
 @settings(max_examples=15, deadline=None)
