@@ -43,9 +43,10 @@ def job_actions(
         j.current, j.status = None, JobStatus.PREEMPTED
         j.num_preemptions += 1
         stops.append(m.Preempt(jid))
-    # Unchanged: the very object (lease extension) or an equal one. Inline, as this
-    # walks every placed job at every round boundary.
-    moved = [jid for jid, a in placed.items() if (p := previous.get(jid)) is not a and p != a]
+    # Unchanged: the very object (lease extension) or an equal one. Inline, field by
+    # field (``Assignment.__eq__`` is interpreted: calling it from the compiled core
+    # builds two tuples per job), as this walks every placed job at every round boundary.
+    moved = [jid for jid, a in placed.items() if _differs(previous.get(jid), a)]
     for jid in sorted(moved):
         a, j = placed[jid], jobs[jid]
         prev = previous.get(jid)
@@ -65,3 +66,15 @@ def job_actions(
         j.current, j.status = a, JobStatus.RUNNING
         j.launched_s, j.lease_from_s, j.launch_steps = now, None, j.steps_done
     return stops, starts
+
+
+def _differs(p: Assignment | None, a: Assignment) -> bool:
+    """``p != a`` for assignments (all five fields), ``p is not a`` first."""
+    return p is not a and (
+        p is None
+        or p.nodes != a.nodes
+        or p.gpu_type != a.gpu_type
+        or p.workers != a.workers
+        or p.partner != a.partner
+        or p.extra != a.extra
+    )

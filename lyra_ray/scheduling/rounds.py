@@ -285,14 +285,8 @@ class RoundMechanism:
                 should = ref_row.get(gt, 0.0) * elapsed
                 per_def[gt] = per_def.get(gt, 0.0) + should - received
         live = set(active)
-        self.state.deficits = {
-            k: v
-            for k, v in deficits.items()
-            if (k in live if PAIR_SEP not in k else all(m in live for m in split_pair(k)))
-        }
-        new_keys = set(active) | {
-            k for k in allocation.fractions if all(m in live for m in split_pair(k))
-        }
+        self.state.deficits = {k: v for k, v in deficits.items() if _alive(k, live)}
+        new_keys = set(active) | {k for k in allocation.fractions if _alive(k, live)}
         self.state.job_time = {k: dict.fromkeys(types, half) for k in new_keys}
         self.state.worker_time = {gt: half * len(new_keys) for gt in types}
         self.state.job_set = sorted(active)
@@ -311,7 +305,9 @@ class RoundMechanism:
             pairs = [
                 (key, members)
                 for key, per in ref.items()
-                if len(members := split_pair(key)) == 2 and any(x > 0 for x in per.values())
+                if PAIR_SEP in key
+                and len(members := split_pair(key)) == 2
+                and any(x > 0 for x in per.values())
             ]
             self.memo.pairs_cache = (ref, pairs)
         keys: list[str] = list(active)
@@ -395,3 +391,8 @@ class RoundMechanism:
             types = {g for g in rows[0] if pair_runnable(snap, a, b, g)}
         self.memo.run_cache[key] = (rows, types)
         return types
+
+
+def _alive(key: str, live: set[JobId]) -> bool:
+    """Whether the entry's job (or both of a pair's) is active; splits only pair keys."""
+    return key in live if PAIR_SEP not in key else all(m in live for m in split_pair(key))

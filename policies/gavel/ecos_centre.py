@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 from numpy.typing import NDArray
 
-from lyra_ray.policies.gavel.ecos_las import _solve
+from lyra_ray.policies.gavel.ecos_las import _solve, _solve_kept
 from lyra_ray.policies.gavel.inputs import FloatArray
 from lyra_ray.policies.gavel.lazy_import import lazy_module
 
@@ -63,10 +63,17 @@ def ecos_point(
         h.append(-need)
     csc = constraint_arrays(T, sf, need is not None)
     nrow = nx + k + n + (n if need is not None else 0)
-    sol = _solve(np.asarray(cost, dtype=np.float64), csc, nrow, np.concatenate(h))
-    if int(sol["info"]["exitFlag"]) != 0:
+    c = np.asarray(cost, dtype=np.float64)
+    if (sf != 0).all():  # the pattern depends on the shape alone: kept per shape
+        flag, x, _, _ = _solve_kept(
+            ("centre", n, k, need is not None), c, csc, nrow, np.concatenate(h)
+        )
+    else:
+        sol = _solve(c, csc, nrow, np.concatenate(h))
+        flag, x = int(sol["info"]["exitFlag"]), np.asarray(sol["x"], dtype=np.float64)
+    if flag != 0:
         return None
-    out: FloatArray = np.clip(np.asarray(sol["x"], dtype=np.float64).reshape(n, k), 0.0, 1.0)
+    out: FloatArray = np.clip(x.reshape(n, k), 0.0, 1.0)
     return out
 
 

@@ -13,16 +13,23 @@ fixed per-solve overhead.
 
 The matrix is written straight into CSC arrays: every allocation column has the same
 four entries (its job's utility row, its ``x >= 0`` row, its job's time row and its
-type's capacity row), so numpy builds them without a sparse-matrix assembly.
+type's capacity row), so numpy builds them without a sparse-matrix assembly. ECOS is set
+up once per sparsity pattern and re-solved with each LP's numbers
+(:mod:`.ecos_workspace`), the same answers to the bit as a setup per solve.
 """
 
 from __future__ import annotations
 
+import logging
+import threading
+from collections.abc import Hashable
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from numpy.typing import NDArray
 
+from lyra_ray.policies.gavel import ecos_workspace
+from lyra_ray.policies.gavel.ecos_workspace import Workspace
 from lyra_ray.policies.gavel.lazy_import import lazy_module
 
 if TYPE_CHECKING:
@@ -38,6 +45,7 @@ except ImportError:  # pragma: no cover - a future ecos without it: the public c
     _csolve = None
 
 FloatArray = NDArray[np.float64]
+log = logging.getLogger(__name__)
 
 _OPTIMAL = 0
 _OPTIMAL_INACCURATE = 10  # ECOS's "close to optimal": tolerances met only loosely
@@ -59,7 +67,8 @@ def solve_las_ecos(
     n, k = coef.shape
     X = np.zeros((n, k))
     duals = np.zeros(n)
-    shape = _structure(runnable)
+    key = (runnable.shape, np.packbits(runnable).tobytes())
+    shape = _structure(runnable, key)
     if shape is None:
         return X, 0.0, duals
     keep, job, active, ones_data, rows, indptr, h_head, c = shape
@@ -71,14 +80,81 @@ def solve_las_ecos(
     nrow = 2 * na + nx + k
     values = np.concatenate([data.ravel(), np.ones(na)])
     h = np.concatenate([h_head, capacity.astype(np.float64)])
-    sol = _solve(c, (values, rows, indptr), nrow, h)
-    flag = int(sol["info"]["exitFlag"])
+    flag, x, z, why = _solve_kept(key, c, (values, rows, indptr), nrow, h)
     if flag not in (_OPTIMAL, _OPTIMAL_INACCURATE):
-        raise EcosFailed(f"ECOS exit flag {flag}: {sol['info'].get('infostring', '')}")
-    x = np.asarray(sol["x"], dtype=np.float64)
+        raise EcosFailed(f"ECOS exit flag {flag}: {why}")
     X.ravel()[keep] = np.maximum(x[:nx], 0.0)
-    duals[active] = np.asarray(sol["z"], dtype=np.float64)[:na]
+    duals[active] = z[:na]
     return X, float(x[nx]), duals
+
+
+_WORKSPACES: dict[Hashable, Workspace] = {}
+"""ECOS set up per LP structure (:mod:`.ecos_workspace`), by a key that fixes the sparsity
+pattern (here :data:`_STRUCTURES`' key; :mod:`.ecos_centre` keys by shape); bounded by
+:data:`_MAX_WORKSPACES`, the least recently used freed first."""
+_MAX_WORKSPACES = 64
+_WORKSPACES_LOCK = threading.Lock()
+_KEPT = {"usable": True}
+"""Cleared for the process when a workspace reports a layout it does not know."""
+
+
+def _solve_kept(
+    key: Hashable,
+    c: FloatArray,
+    csc: tuple[FloatArray, NDArray[np.int64], NDArray[np.int64]],
+    nrow: int,
+    h: FloatArray,
+) -> tuple[int, FloatArray, FloatArray, str]:
+    """(exit flag, x, z, ECOS's message) from this structure's kept workspace, set up at
+    its first LP; ``csolve`` (:func:`_solve`) where workspaces cannot be used. The same
+    answers to the bit either way (see :mod:`.ecos_workspace`)."""
+    if _csolve is not None and _KEPT["usable"] and ecos_workspace.available():
+        with _WORKSPACES_LOCK:  # one solver per workspace; the live scheduler may thread
+            kept = _solve_in_workspace(key, c, csc, nrow, h)
+        if kept is not None:
+            return (*kept, "")
+    sol = _solve(c, csc, nrow, h)
+    x = np.asarray(sol["x"], dtype=np.float64)
+    z = np.asarray(sol["z"], dtype=np.float64)
+    return int(sol["info"]["exitFlag"]), x, z, str(sol["info"].get("infostring", ""))
+
+
+def _solve_in_workspace(
+    key: Hashable,
+    c: FloatArray,
+    csc: tuple[FloatArray, NDArray[np.int64], NDArray[np.int64]],
+    nrow: int,
+    h: FloatArray,
+) -> tuple[int, FloatArray, FloatArray] | None:
+    """:func:`_solve_kept`'s kept path; None where the library's layout does not check out."""
+    ws = _WORKSPACES.pop(key, None)
+    try:
+        if ws is not None:
+            _WORKSPACES[key] = ws  # re-inserted: the dict's order is least recent first
+            flag, x, z = ws.resolve(c, csc[0], h)
+        else:
+            while len(_WORKSPACES) >= _MAX_WORKSPACES:  # free the least recently used
+                _WORKSPACES.pop(next(iter(_WORKSPACES))).close()
+            ws = Workspace(c, csc, nrow, h)
+            _WORKSPACES[key] = ws
+            flag, x, z = ws.solve()
+    except ecos_workspace.LayoutMismatch as e:
+        log.warning("ECOS workspaces unavailable (%s): solving with csolve", e)
+        _KEPT["usable"] = False
+        return None
+    except ecos_workspace.SetupFailed:  # this problem only: csolve reports it as it does
+        return None
+    if flag not in (_OPTIMAL, _OPTIMAL_INACCURATE):  # set it up afresh next time
+        _WORKSPACES.pop(key).close()
+    return flag, x, z
+
+
+def _close_workspaces() -> None:
+    """Free every kept workspace (ECOS's memory is not Python's: close explicitly)."""
+    with _WORKSPACES_LOCK:
+        for ws in _WORKSPACES.values():
+            ws.close()
+        _WORKSPACES.clear()
 
 
 _Structure = tuple[
@@ -91,18 +167,18 @@ _Structure = tuple[
     FloatArray,
     FloatArray,
 ]
-_STRUCTURES: dict[tuple[tuple[int, ...], bytes], _Structure | None] = {}
+_Key = tuple[tuple[int, ...], bytes]
+_STRUCTURES: dict[_Key, _Structure | None] = {}
 """The LP's sparsity pattern by ``runnable`` (shape and bits): it depends on nothing
 else, and a replay solves LPs of a few dozen job counts, nearly all runnable everywhere.
 Read-only arrays; bounded by :data:`_MAX_STRUCTURES`."""
 _MAX_STRUCTURES = 256
 
 
-def _structure(runnable: NDArray[np.bool_]) -> _Structure | None:
+def _structure(runnable: NDArray[np.bool_], key: _Key) -> _Structure | None:
     """(kept columns, their jobs, active jobs, the constant entries, row indices, column
-    pointers, the constant head of ``h``, the objective) for this pattern; ``None`` where
-    no column is kept."""
-    key = (runnable.shape, np.packbits(runnable).tobytes())
+    pointers, the constant head of ``h``, the objective) for this pattern (``key``: its
+    shape and packed bits); ``None`` where no column is kept."""
     if key in _STRUCTURES:
         return _STRUCTURES[key]
     n, k = runnable.shape

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-import highspy
 import numpy as np
 
 from lyra_ray.policies.gavel.inputs import FloatArray
@@ -17,11 +16,14 @@ from lyra_ray.policies.gavel.lazy_import import lazy_module
 from lyra_ray.policies.gavel.lp import SolverError
 
 if TYPE_CHECKING:
+    import highspy
     import scipy.sparse as sp
-else:
+else:  # imported at first use: see lazy_import
+    highspy = lazy_module("highspy")
     sp = lazy_module("scipy.sparse")
 
-INF = highspy.kHighsInf
+INF = float("inf")
+"""HiGHS's ``kHighsInf`` (it is IEEE infinity), without importing HiGHS to read it."""
 
 
 def pass_lp(

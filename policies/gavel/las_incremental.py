@@ -28,7 +28,6 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-import highspy
 import numpy as np
 from numpy.typing import NDArray
 
@@ -37,8 +36,10 @@ from lyra_ray.policies.gavel.lazy_import import lazy_module
 from lyra_ray.policies.gavel.lp import FloatArray, SolverError, new_highs
 
 if TYPE_CHECKING:
+    import highspy
     import scipy.sparse as sp
-else:
+else:  # imported at first use: see lazy_import
+    highspy = lazy_module("highspy")
     sp = lazy_module("scipy.sparse")
 
 _SAME = 1e-12

@@ -19,15 +19,16 @@ import threading
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-import highspy
 import numpy as np
 from numpy.typing import NDArray
 
 from lyra_ray.policies.gavel.lazy_import import lazy_module
 
 if TYPE_CHECKING:
+    import highspy
     import scipy.sparse as sp
-else:
+else:  # imported at first use: see lazy_import
+    highspy = lazy_module("highspy")
     sp = lazy_module("scipy.sparse")
 
 FloatArray = NDArray[np.float64]
@@ -134,8 +135,6 @@ def _csc_arrays(
     return indptr, r, vals[order]
 
 
-_COLWISE = int(highspy.MatrixFormat.kColwise)
-_MINIMIZE = int(highspy.ObjSense.kMinimize)
 _LOCAL = threading.local()
 _BANNER_LOCK = threading.Lock()
 _banner_done = False
@@ -216,8 +215,8 @@ def _solve_csc(
         ncol,
         nrow,
         int(indptr[-1]),
-        _COLWISE,
-        _MINIMIZE,
+        int(highspy.MatrixFormat.kColwise),
+        int(highspy.ObjSense.kMinimize),
         0.0,
         cost,
         lo,

@@ -201,3 +201,25 @@ def test_a_reused_highs_instance_solves_like_a_fresh_one() -> None:
     lp.max_min_jobs(coef[:5], p.sf[:5], p.capacity, ub[:15], active[:5], method="simplex")
     again = lp.max_min_jobs(coef, p.sf, p.capacity, ub, active, method="ipm-interior")
     assert np.array_equal(first.x, again.x)
+
+
+_parts = st.sampled_from([(), (("k80", 1),), (("p100", 2),)])
+_assignments = st.builds(
+    m.Assignment,
+    gpu_type=st.sampled_from(["v100", "k80"]),
+    workers=st.integers(1, 2),
+    nodes=st.sampled_from([(), (("n0", 1),), (("n0", 1), ("n1", 1))]),
+    partner=st.sampled_from([None, "j2"]),
+    extra=_parts,
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(p=st.none() | _assignments, a=_assignments)
+def test_the_diffs_inline_comparison_is_assignment_equality(
+    p: m.Assignment | None, a: m.Assignment
+) -> None:
+    from lyra_ray.scheduling.diff import _differs
+
+    assert _differs(p, a) == (p != a)
+    assert _differs(a, a) is False

@@ -158,18 +158,22 @@ def test_water_filling_lifts_a_job_that_shares_nothing_to_its_cap() -> None:
         assert got[[0, 1, 4]] == pytest.approx([35 / 9] * 3, rel=1e-4)
 
 
-def test_las_falls_back_to_highs_when_ecos_fails(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_las_falls_back_to_highs_when_ecos_fails(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
     from lyra_ray.policies.gavel import ecos_las
     from tests.gavel_builders import random_snapshot
 
     p = build_problem(random_snapshot(12, seed=1))
     _, expect = solve_las(p, agnostic=False, method="ipm-interior")
 
-    def failing(*args: object, **kwargs: object) -> dict[str, object]:
-        return {"info": {"exitFlag": -2, "infostring": "numerical problems"}}
+    def failing(*args: object, **kwargs: object) -> tuple[int, object, object, str]:
+        return -2, None, None, "numerical problems"
 
-    monkeypatch.setattr(ecos_las.ecos, "solve", failing)
-    X, level = solve_las(p, agnostic=False)
+    monkeypatch.setattr(ecos_las, "_solve_kept", failing)
+    with caplog.at_level("WARNING"):
+        X, level = solve_las(p, agnostic=False)
+    assert "ECOS exit flag -2: numerical problems" in caplog.text
     _feasible(p, X)
     assert _close(level, expect)
 
