@@ -38,8 +38,9 @@ def render(data: dict[str, Any]) -> str:
 
 
 def _boundaries(runs: list[dict[str, Any]]) -> str:
-    """The round-boundary cycles apart from the others, and the collector's pauses
-    between cycles (run there by ``runtime/gc_pacing.py``, so not in the cycle times)."""
+    """The round-boundary cycles apart from the others, and the pauses moved between
+    cycles, so not in the cycle times: the collector's (``runtime/gc_pacing.py``) and
+    the store's WAL checkpoints (``runtime/wal_pacing.py``)."""
     parts = []
     for r in runs:
         if "boundary_cycles" not in r:
@@ -47,12 +48,14 @@ def _boundaries(runs: list[dict[str, Any]]) -> str:
         gc = f"collector between cycles p99 {r['gc_between_p99_ms']:.1f} ms"
         if r["gc_full_count"]:
             gc += f", {r['gc_full_count']} full up to {r['gc_full_max_ms']:.0f} ms"
+        if r.get("wal_between_p99_ms") is not None:  # runtime/wal_pacing.py's checkpoints
+            gc += f", WAL checkpoints between cycles p99 {r['wal_between_p99_ms']:.1f} ms"
         parts.append(
             f"{r['policy']} {r['queued']:,} {r['store']}: {r['boundary_cycles']} round "
             f"boundaries, slowest {r['boundary_cycle_max_ms']:.0f} ms, other cycles' max "
             f"{r['other_cycle_max_ms']:.0f} ms; {gc}"
         )
-    return "\n\nRound-boundary cycles and collector pauses: " + "; ".join(parts) + "."
+    return "\n\nRound-boundary cycles, and the pauses between cycles: " + "; ".join(parts) + "."
 
 
 def _ratios(runs: list[dict[str, Any]]) -> str:
