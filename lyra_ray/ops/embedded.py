@@ -12,10 +12,12 @@ from __future__ import annotations
 
 import logging
 import os
+import signal
 import socket
 import tempfile
+import time
 from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -121,21 +123,75 @@ def start_embedded(
     return live
 
 
-HEAD_TRIES = 2
+HEAD_TRIES = 3
 """Ray gives a new head's raylet a fixed 30 s to register with its GCS; on two loaded
-cores (a cluster shutting down beside it) that has run out. A second try, on fresh
-ports, costs nothing when the first succeeds."""
-_TRANSIENT = ("timed out during startup", "Failed to read dashboard.err")
+cores (a cluster shutting down beside it) that has run out. Another try, on fresh ports,
+costs nothing when the first succeeds. Three, because one full ``make test`` met two
+transient failures back to back (the registration timeout, then the dashboard dying)."""
+_TRANSIENT = ("timed out during startup", "Failed to read dashboard.err", "gcs_server_port")
 """The head start failures seen in full ``make test`` runs right after the previous
-module's cluster shut down: the raylet's registration timeout, and the dashboard process
+module's cluster shut down: the raylet's registration timeout; the dashboard process
 dying at once (return code -6, before it wrote a log), which Ray reports as failing to
-read its ``dashboard.err``. Anything else is raised at once."""
+read its ``dashboard.err``; and the GCS server not publishing its port within Ray's
+wait (``Timed out waiting for file .../gcs_server_port_...``). The GCS had not even
+opened its log files then (it opens them first thing), so it was not slow but stuck or
+gone: waiting longer than Ray's 30 s would not help, a fresh start does. Anything else
+is raised at once."""
+
+
+def _children(proc: Path = Path("/proc")) -> set[int]:
+    """PIDs of this process's descendants (Ray starts its node processes as such), from
+    ``/proc``; empty where there is none (then a failed start is not cleaned up)."""
+    parent: dict[int, int] = {}
+    for entry in proc.glob("[0-9]*/stat"):
+        with suppress(OSError, ValueError, IndexError):
+            # "pid (comm) state ppid ...": comm may hold spaces, so split after its ")".
+            parent[int(entry.parent.name)] = int(entry.read_text().rsplit(")", 1)[1].split()[1])
+    out: set[int] = set()
+    frontier = {os.getpid()}
+    while frontier:
+        frontier = {pid for pid, ppid in parent.items() if ppid in frontier} - out
+        out |= frontier
+    return out
+
+
+def _end_processes(pids: set[int], grace_s: float = 5.0) -> None:
+    """SIGTERM these processes (ours: started by a failed head start), SIGKILL what is
+    left after ``grace_s``. Ray raises from inside the node's constructor, so nothing else
+    holds the GCS or raylet that attempt started, and they would outlive it."""
+    for pid in pids:
+        with suppress(ProcessLookupError, PermissionError):
+            os.kill(pid, signal.SIGTERM)
+    deadline = time.monotonic() + grace_s
+    left = set(pids)
+    while left and time.monotonic() < deadline:
+        left = {pid for pid in left if _alive(pid)}
+        time.sleep(0.1)
+    for pid in left:
+        with suppress(ProcessLookupError, PermissionError):
+            os.kill(pid, signal.SIGKILL)
+
+
+def _alive(pid: int) -> bool:
+    """Whether ``pid`` still runs; a child that exited is reaped here (else it stays a
+    zombie and looks alive)."""
+    with suppress(ChildProcessError, OSError):
+        if os.waitpid(pid, os.WNOHANG)[0] == pid:
+            return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # it exists, under another user
+        pass
+    return True
 
 
 def _start_head(cluster_cls: Any) -> tuple[Any, int]:
     """The head node (no GPU, 1 CPU, the dashboard on); returns (cluster, dashboard port)."""
     for attempt in range(1, HEAD_TRIES + 1):
         dash = free_port()
+        before = _children()
         try:
             cluster = cluster_cls(
                 initialize_head=True,
@@ -151,6 +207,7 @@ def _start_head(cluster_cls: Any) -> tuple[Any, int]:
                 },
             )
         except Exception as e:  # Ray raises a bare Exception for both
+            _end_processes(_children() - before)
             if not any(m in str(e) for m in _TRANSIENT) or attempt == HEAD_TRIES:
                 raise
             log.warning("the Ray head failed to start (%s); starting it again", e)

@@ -64,8 +64,8 @@ def test_the_head_gets_no_stale_address_and_later_nodes_get_this_clusters(
 
 def test_a_head_that_timed_out_during_startup_is_started_once_more() -> None:
     """Ray's fixed 30 s for a head's raylet to register ran out under load (a full
-    ``make test``): the embedded cluster tries once more on fresh ports; any other
-    failure, or a second timeout, is raised as it is."""
+    ``make test``): the embedded cluster tries again on fresh ports, up to
+    ``HEAD_TRIES`` times; any other failure, or the last try's, is raised as it is."""
     import pytest
 
     from lyra_ray.ops import embedded
@@ -85,13 +85,46 @@ def test_a_head_that_timed_out_during_startup_is_started_once_more() -> None:
     assert len(calls) == 2 and calls[1]["dashboard_port"] == dash
     calls.clear()
     with pytest.raises(Exception, match="timed out during startup"):
-        embedded._start_head(flaky(2))
+        embedded._start_head(flaky(embedded.HEAD_TRIES))
     assert len(calls) == embedded.HEAD_TRIES
     calls.clear()  # the dashboard dying at start (return code -6), as Ray reports it
     dashboard = "Failed to read dashboard.err file: [Errno 2] No such file or directory"
     embedded._start_head(flaky(1, dashboard))
     assert len(calls) == 2
+    calls.clear()  # the GCS not publishing its port in time (RuntimeError from Ray)
+    gcs = "Timed out waiting for file /tmp/ray/session_x/gcs_server_port_51db4062276691b2afe8"
+    embedded._start_head(flaky(1, gcs))
+    assert len(calls) == 2
     calls.clear()
     with pytest.raises(Exception, match="port is taken"):
         embedded._start_head(flaky(1, "port is taken"))
     assert len(calls) == 1
+
+
+def test_a_failed_head_start_leaves_no_process_behind() -> None:
+    """Ray raises from inside the node's constructor, so the processes a failed attempt
+    started (its GCS, raylet, dashboard) have no owner: the embedded cluster ends them."""
+    import subprocess
+    import sys
+
+    from lyra_ray.ops import embedded
+
+    started: list[subprocess.Popen[bytes]] = []
+
+    class Fake:
+        def __init__(self, initialize_head: bool, head_node_args: dict[str, object]) -> None:
+            sleeper = [sys.executable, "-c", "import time; time.sleep(60)"]
+            started.append(subprocess.Popen(sleeper))
+            if len(started) == 1:
+                raise Exception("The current node timed out during startup.")
+
+    try:
+        embedded._start_head(Fake)
+        assert len(started) == 2
+        assert started[0].poll() is not None  # the failed attempt's process: ended
+        assert started[1].poll() is None  # the started head's: left running
+        assert started[1].pid in embedded._children()
+    finally:
+        for proc in started:
+            proc.kill()
+            proc.wait()
