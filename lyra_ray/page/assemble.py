@@ -22,7 +22,7 @@ from typing import Any
 WINDOW_S = 6 * 3600.0
 """How far back the loan chart reaches."""
 ACTIVE = ("running",)
-WAITING = ("queued", "preempted")
+WAITING = ("submitted", "queued", "preempted")
 
 
 def assemble(

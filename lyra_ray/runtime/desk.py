@@ -149,7 +149,7 @@ class JobDesk:
             known = (
                 job_id in self.core.jobs
                 or self.archive.get(job_id) is not None
-                or any(r[2] == job_id for r in self.store.pending())
+                or job_id in self._accepted()
             )
         if not known or not self.jobmeta.may_access(job_id, who):
             hint = "" if who.admin else " (a user sees only their own and their team's jobs)"
@@ -183,31 +183,25 @@ class JobDesk:
                 done = self.archive.get(job_id)
                 if done is not None:
                     return done
-                pending = [r for r in self.store.pending() if r[2] == job_id]
-                if not pending:
-                    return None
-                spec = pending[0][3]
-                return {  # accepted, not yet in the core: the fields a queued job has
-                    "id": job_id,
-                    "name": spec.get("name"),
-                    "user": spec.get("user"),
-                    "status": "submitted",
-                    "assignment": None,
-                    "steps_done": 0.0,
-                    "total_steps": spec.get("total_steps"),
-                    "generation": 0,
-                    "reason": "accepted; the scheduler takes it in at its next cycle",
-                    "reason_code": "submitted",
-                }
+                spec = self._accepted().get(job_id)
+                return None if spec is None else _submitted(job_id, spec)
             return self._describe(j, self.core.wait_reasons())
 
     def all_jobs(self) -> list[dict[str, Any]]:
-        """Every job, active and archived, sorted by id (``list`` and ``overview``); the
-        caller holds the lock."""
+        """Every job, accepted, active and archived, sorted by id (``list`` and
+        ``overview``); the caller holds the lock. An accepted job still in the inbox is
+        listed as ``submitted``, so a job is never missing between ``submit`` and the
+        cycle that takes it in."""
         waits = self.core.wait_reasons()
         rows = [self._describe(j, waits) for j in self.core.jobs.values()]
         rows += self.archive.records()
+        taken = {str(r["id"]) for r in rows}  # accepted, not yet taken in: shown as such
+        rows += [_submitted(j, s) for j, s in self._accepted().items() if j not in taken]
         return sorted(rows, key=lambda r: str(r["id"]))
+
+    def _accepted(self) -> dict[str, dict[str, Any]]:
+        """The inbox's accepted submits not yet taken into the core: job id -> spec."""
+        return {r[2]: r[3] for r in self.store.pending() if r[1] == "submit"}
 
     def _describe(self, j: JobState, waits: Mapping[str, WaitReason]) -> dict[str, Any]:
         gen = self.runtime.generations.get(j.id, 0)
@@ -233,7 +227,7 @@ class JobDesk:
         """Ids of ``team``'s running or queued jobs (accepted ones not yet taken in too)."""
         with self.lock:
             ids = {jid for jid, j in self.core.jobs.items() if not j.status.terminal}
-        ids |= {r[2] for r in self.store.pending() if r[1] == "submit"}
+        ids |= set(self._accepted())
         if self.teams is None:
             return []
         of = self.teams.team_of_user
@@ -244,3 +238,20 @@ class JobDesk:
         who = self.identify(auth)
         with self.lock:
             return self.jobmeta.visible(self.all_jobs(), who)
+
+
+def _submitted(job_id: str, spec: Mapping[str, Any]) -> dict[str, Any]:
+    """The row of a job accepted but not yet in the core: the fields a queued job has, so
+    that ``status`` and ``list`` show it from the moment ``submit`` returns."""
+    return {
+        "id": job_id,
+        "name": spec.get("name"),
+        "user": spec.get("user"),
+        "status": "submitted",
+        "assignment": None,
+        "steps_done": 0.0,
+        "total_steps": spec.get("total_steps"),
+        "generation": 0,
+        "reason": "accepted; the scheduler takes it in at its next cycle",
+        "reason_code": "submitted",
+    }

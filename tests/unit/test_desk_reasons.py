@@ -64,6 +64,10 @@ def test_every_queued_job_carries_a_reason_from_inbox_to_queue(tmp_path: Path) -
         row = desk.status(jid)
         assert row is not None
         assert row["reason_code"] == "submitted" and row["reason"]
+    listed = {r["id"]: r for r in desk.list()}  # ``list`` shows them from the same moment
+    assert sorted(listed) == sorted(ids)
+    assert {r["status"] for r in listed.values()} == {"submitted"}
+    assert [r["name"] for r in map(listed.get, ids)] == ["first", "second", "third"]
 
     for jid, raw in zip(ids, raws, strict=True):
         executor.register(jid, parse_job_spec(raw, source="job"))
