@@ -161,7 +161,6 @@ MOE_DEFAULTS: dict[str, float] = {
     "slots": 3,
     "batch": 4,
     "seq": 16,
-    "service_ms": 2.0,
     "replan_s": 30.0,
     "threshold": 0.2,
     "replan_gain": 0.1,
@@ -170,7 +169,9 @@ MOE_DEFAULTS: dict[str, float] = {
     "uniform": 0,
 }
 """The MoE service's knobs when the spec leaves them out: a small model whose experts'
-popularity is skewed (Zipf), so Lina's replica counts differ from expert to expert."""
+popularity is skewed (Zipf), so Lina's replica counts differ from expert to expert.
+``service_ms`` has no default here: left out, each call's time comes from the H200
+expert-time model of its tokens (``serving/moe_device.py``), not from a constant."""
 
 
 def moe_knobs(config: Mapping[str, Any]) -> dict[str, Any]:
