@@ -3,6 +3,7 @@ actor that runs one pipeline rank of it (torch.distributed.pipelining over gloo)
 
 from __future__ import annotations
 
+import ctypes
 import time
 from typing import Any
 
@@ -13,9 +14,13 @@ from torch import nn
 STAGES = 2
 """Two stages because the host has two cores (see the test module)."""
 
-HIDDEN, HEADS, SEQ, VOCAB, BLOCKS, BATCH = 128, 4, 64, 4096, 8, 32
+HIDDEN, HEADS, SEQ, VOCAB, BLOCKS, BATCH = 128, 4, 64, 4096, 6, 32
 """The large vocabulary makes the output head (with its loss) cost about two blocks:
-Megatron-LM's even split then overloads the last stage, and a balanced split does not."""
+Megatron-LM's even split (4 layers a stage) then gives the last stage about 5.3 blocks'
+work against 3.1, and the balanced one (5, 3) about 4.1 and 4.3, a gap of ~20 % that
+host noise cannot close (with 8 blocks it was ~13 %, and measured once as 4 % the wrong
+way). Six blocks and the head also split into four virtual stages of about two blocks
+each, so the interleaved schedule is balanced too."""
 
 
 class Embed(nn.Module):
@@ -45,6 +50,24 @@ def build_layers() -> list[nn.Module]:
     return [Embed(), *blocks, Head()]
 
 
+def keep_freed_memory() -> None:
+    """Make glibc keep freed memory for reuse instead of handing it back to the kernel.
+
+    Why: by default glibc tunes its thresholds from the process's allocation history, and
+    in some worker processes it returns a large temporary (the head's 4 MiB logits and
+    their softmax) to the kernel on every free, so every step faults its pages in again.
+    Such a process ran the head's softmax 2x slower than its twin for its whole life, by
+    chance (about one spawned process in two, here); the profile, taken on one worker,
+    could then misjudge the other's stages. Fixed thresholds make every worker alike. No-op
+    where the C library is not glibc."""
+    try:
+        mallopt = ctypes.CDLL("libc.so.6").mallopt
+    except (OSError, AttributeError):
+        return
+    mallopt(-3, 32 * 2**20)  # M_MMAP_THRESHOLD: glibc's largest; bigger blocks map anew
+    mallopt(-1, 2**30)  # M_TRIM_THRESHOLD: give memory back only past 1 GiB free
+
+
 def loss_fn(out: Any, target: Any) -> Any:
     return nn.functional.cross_entropy(out.reshape(-1, VOCAB), target.reshape(-1))
 
@@ -63,6 +86,7 @@ class StageWorker:
         import torch.distributed as dist
 
         torch.set_num_threads(1)
+        keep_freed_memory()
         self.rank = rank
         self.dist = dist
         dist.init_process_group(
@@ -197,14 +221,18 @@ class StageWorker:
                     best[m] = min(best[m], time.perf_counter() - t0)
         return (best[16] - best[2]) / 14
 
-    def spin(self, seconds: float) -> float:
-        """Compute for about ``seconds``; wall over CPU time (1.0 when this worker had
-        its core to itself)."""
-        a = torch.randn(128, 128)
-        t0, c0 = time.perf_counter(), time.thread_time()
+    def spin(self, seconds: float) -> tuple[float, float]:
+        """Compute for about ``seconds`` of CPU time the output head's kind of work (a
+        matmul into a vocabulary-wide output, and its softmax); returns wall over CPU time
+        (1.0 when this worker had its core to itself) and steps per wall second: a worker
+        can also run slower with its core still its own, which only the rate shows."""
+        x, w = torch.randn(4 * SEQ, HIDDEN), torch.randn(HIDDEN, VOCAB)
+        steps, t0, c0 = 0, time.perf_counter(), time.thread_time()
         while time.thread_time() - c0 < seconds:
-            a = torch.tanh(a @ a)
-        return (time.perf_counter() - t0) / max(time.thread_time() - c0, 1e-9)
+            torch.log_softmax(x @ w, -1)
+            steps += 1
+        wall = time.perf_counter() - t0
+        return wall / max(time.thread_time() - c0, 1e-9), steps / wall
 
     def close(self) -> None:
         self.dist.destroy_process_group()
