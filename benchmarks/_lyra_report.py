@@ -57,7 +57,7 @@ def goals(pair: Mapping[str, Any]) -> dict[str, Any]:
         return {}
     ly, ba, bl = sc["lyra"], sc["basic"], sc["baseline"]
     return {
-        "queue_vs_basic": ba["avg_queue_s"] / ly["avg_queue_s"],
+        "queue_vs_basic": ba["avg_queue_s"] / ly["avg_queue_s"] if ly["avg_queue_s"] > 0 else None,
         "jct_vs_basic": ba["avg_jct_s"] / ly["avg_jct_s"],
         "preemption_ratio": ly["preemption_ratio"],
         "jct_x": bl["avg_jct_s"] / ly["avg_jct_s"],
@@ -106,9 +106,11 @@ def _x(x: float | None) -> str:
     return "-" if x is None else f"{x:.2f}x"
 
 
-def _sort_key(key: str) -> tuple[int, int]:
-    w, s = key.split("/")
-    return int(w), int(s)
+def _sort_key(key: str) -> tuple[str, int, int]:
+    """``window/seed`` or ``workload-N/seed``, in numeric order."""
+    w, _, s = key.rpartition("/")
+    head, _, num = w.rpartition("-")
+    return (head, int(num) if num.isdigit() else 0, int(s) if s.isdigit() else 0)
 
 
 def summary_table(report: Mapping[str, Any]) -> str:

@@ -103,13 +103,13 @@ TABLES: tuple[Table, ...] = (
     Table(
         "lyra-eval-summary",
         "docs/lyra.md",
-        "benchmarks/results/lyra_eval.json",
+        "benchmarks/results/lyra_eval_philly.json",
         "benchmarks._lyra_report:summary_table",
     ),
     Table(
         "lyra-eval-goals",
         "docs/lyra.md",
-        "benchmarks/results/lyra_eval.json",
+        "benchmarks/results/lyra_eval_philly.json",
         "benchmarks._lyra_report:goals_table",
     ),
     Table(

@@ -1,48 +1,39 @@
-"""Lyra's evaluation on Philly windows: Baseline / Basic / Lyra / Ideal, per window and seed.
+"""Lyra's evaluation: Baseline / Basic / Lyra / Ideal, per (workload, seed) (docs/lyra.md).
 
-Workload (documented in docs/lyra.md):
+Three suites, one harness (the workloads: ``benchmarks/_lyra_workloads.py``):
 
-* Jobs: a window of 1,000 consecutive real submissions from Microsoft's Philly trace
-  (``../shared/data/pollux/philly.csv``, cluster ``6214e9``): real inter-arrival times,
-  real durations (clipped at ``--max-duration-h``) and real GPU counts. The default
-  windows are every window (of the 41 starting at 0, 1000, ...) whose offered load is
-  50-150 % of the 96 training V100s over at least 8 h of arrivals; see ``docs/lyra.md``.
-* Elastic share: a seeded ``--elastic-share`` of the jobs become elastic, each with a
-  measured scaling curve drawn from the six Pollux profiles (``policies/lyra/curves.json``):
-  ``min = max(1, g // 2)``, ``max = 2 g``, requested size ``g``. Steps are set so that
-  the job takes exactly its Philly duration at its requested size on a V100.
-* Cluster: a training pool of V100 servers and an inference pool of T4 servers whose
-  serving demand follows a seeded diurnal curve (mean ~40 %, the paper's figure). A T4
-  trains at ``--t4-speed`` of a V100 per worker (an assumption: no T4 profile is
-  shipped; ~0.4 is the usual fp32 ratio).
+* default: every Pollux workload (160 multi-GPU jobs each, Pollux's own work, speeds on
+  A100 and T4 from ElasticFlow's tables and Pollux's profiles, ranges from the
+  profiles) on 48 A100s beside 32 T4 servers serving two ServeGen models' days; seeds
+  0, 1, 2 pick the day and the hour. Writes ``benchmarks/results/lyra_eval.json``;
+* ``--philly``: the former evaluation, 7 Philly windows x seeds 0, 1 (docs/lyra.md),
+  ``benchmarks/results/lyra_eval_philly.json``;
+* ``--trace FILE --format F``: anyone's trace (any format ``lyra simulate`` reads;
+  ``philly`` with ``--cluster-id`` to take one cluster's rows) on ``--cluster`` /
+  ``--inference`` pools, with ``--serving-demand`` in ``lyra simulate``'s grammar
+  (``FILE`` of servers, or ``FILE@REQ_PER_S[,...]`` request-rate series).
 
-Scenarios: Baseline (``lyra-baseline``: no loaning, jobs at their requested size, SJF
-admission), Basic (``basic``: loaning with naive reclaim, greedy elasticity), Lyra
-(``lyra`` with :data:`LYRA`), Ideal (the same with zero checkpoint/restore cost);
-``--extra`` adds side runs: ``lyra-one-type`` (Lyra without flexible workers on another
-GPU type) and ``lyra-t4-fast`` (Lyra with loaned GPUs as fast as V100s). docs/lyra.md's
-side runs are kept apart from the 14 pairs (a mean over two pairs would sit beside one
-over fourteen), in ``benchmarks/results/lyra_side_runs.json``::
+Scenarios: Baseline (``lyra-baseline``: no loaning, jobs at their requested size), Basic
+(``basic``: loaning, naive reclaim, greedy elasticity, as docs/lyra.md defines it), Lyra
+(``lyra`` with its defaults), Ideal (Lyra with free restarts). ``--extra`` adds
+``unlimited`` (Lyra with every inference server lendable all the time: the ceiling of
+loaning). Every run charges each job its restart by the restart model
+(``lyra_ray/model/restart_cost.py``), Ideal none.
 
-    .venv/bin/python benchmarks/lyra_eval.py --windows 5000,12000 --seeds 0 \
-        --scenarios baseline,lyra --extra lyra-one-type,lyra-t4-fast \
-        --out benchmarks/results/lyra_side_runs.json
+One invocation merges its runs into ``--out`` (replacing the same keys) and recomputes
+the summary; ``--report`` prints the tables from the JSON alone::
 
-One invocation runs one or more (window, seed) pairs and merges them into the JSON
-(``--out``), replacing earlier results of the same pairs; the summary over every pair
-in the file (mean and spread of each ratio) is recomputed each time. Run
-``--report`` to print the tables of docs/lyra.md from the JSON alone.
+    .venv/bin/python benchmarks/lyra_eval.py                 # Pollux suite, ~2 min here
+    .venv/bin/python benchmarks/lyra_eval.py --philly        # Philly windows, ~25 min
+    .venv/bin/python benchmarks/lyra_eval.py --trace my.csv --format pollux \\
+        --cluster a100=4x8 --inference t4=16x4 --serving-demand rates.csv@40
 """
 
 from __future__ import annotations
 
 import argparse
-import csv
-import datetime as dt
 import json
 import logging
-import os
-import random
 import sys
 import time
 from pathlib import Path
@@ -51,95 +42,30 @@ from typing import Any
 if __package__ in (None, ""):  # run as a script: make the repository importable
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from benchmarks import _lyra_workloads as W
 from benchmarks._lyra_report import summarise, tables
-from lyra_ray.model import JobSpec, Node, scaling
-from lyra_ray.model.restart_cost import RESTART_S
-from lyra_ray.model.throughput import SpecThroughputs
+from lyra_ray.model.restart_cost import RestartModel
 from lyra_ray.policies.base import get_policy
-from lyra_ray.sim.serving import demand_series, diurnal, mean_utilisation
 from lyra_ray.sim.simulator import SimResult, Simulator
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = W.ROOT
 log = logging.getLogger("lyra_eval")
-CURVES = ("bert", "cifar10", "deepspeech2", "imagenet", "ncf", "yolov3")
-WINDOWS = (5000, 12000, 13000, 17000, 19000, 20000, 35000)
-"""Every window start in 0, 1000, ..., 40000 of cluster 6214e9 with an offered load of
-48-144 V100s (50-150 % of the pool) and at least 8 h of arrivals (docs/lyra.md)."""
-TUNED = (5000, 20000)
-"""The windows the policy's settings were chosen on (the two the issue measured); every
-other one is held out."""
 KEYS = (
     "avg_queue_s", "median_queue_s", "p95_queue_s", "avg_jct_s", "median_jct_s", "p95_jct_s",
     "gpu_usage_training", "gpu_usage_overall", "preemption_ratio", "on_loan_utilisation",
     "reclaims", "reclaim_preemptions", "preemptions", "resizes", "completed_jobs", "makespan_s",
     "wall_s",
 )  # fmt: skip
-LYRA: dict[str, Any] = {"reserve_fraction": 0.0, "lend_after_s": 1800.0}
-"""Lyra as evaluated (docs/lyra.md, "The guards"): no reserve of idle servers; a server
-is lent once serving has not needed it for 30 min; the 4-h rule kept."""
-SCENARIOS: dict[str, tuple[str, dict[str, Any], bool, float | None]] = {
-    # name: (policy, policy kwargs, zero restart cost, T4 speed override)
-    "baseline": ("lyra-baseline", {}, False, None),
-    "basic": ("basic", {}, False, None),
-    "lyra": ("lyra", LYRA, False, None),
-    "ideal": ("lyra", LYRA, True, None),
-    "lyra-one-type": ("lyra", {**LYRA, "mixed_types": False}, False, None),
-    "lyra-t4-fast": ("lyra", LYRA, False, 1.0),
+LYRA: dict[str, Any] = {}
+"""Lyra as evaluated: the policy's own defaults (docs/lyra.md, "Why Lyra queued more")."""
+SCENARIOS: dict[str, tuple[str, dict[str, Any], bool, bool]] = {
+    # name: (policy, policy kwargs, free restarts, every inference server lendable)
+    "baseline": ("lyra-baseline", {}, False, False),
+    "basic": ("basic", {}, False, False),
+    "lyra": ("lyra", LYRA, False, False),
+    "ideal": ("lyra", {**LYRA, "resize_cost_s": 0.0}, True, False),
+    "unlimited": ("lyra", LYRA, False, True),
 }
-
-
-def shared_data() -> Path:
-    env = os.environ.get("LYRA_SHARED_DATA")
-    return Path(env) if env else ROOT / ".." / "shared" / "data"
-
-
-def philly_window(path: Path, cluster: str, start: int, n: int) -> list[tuple[float, float, int]]:
-    """``(arrival_s from the window's first job, duration_s, gpus)`` of ``n`` real jobs."""
-    rows = [r for r in csv.DictReader(path.open()) if r["cluster"] == cluster]
-    rows.sort(key=lambda r: r["timestamp"])
-    win = rows[start : start + n]
-    t0 = dt.datetime.fromisoformat(win[0]["timestamp"]).timestamp()
-    return [
-        (
-            dt.datetime.fromisoformat(r["timestamp"]).timestamp() - t0,
-            float(r["duration"]),
-            int(r["num_gpus"]),
-        )
-        for r in win
-    ]
-
-
-def make_jobs(
-    raw: list[tuple[float, float, int]], args: argparse.Namespace, seed: int, t4_speed: float
-) -> list[JobSpec]:
-    rnd = random.Random(seed)
-    cap_s = args.max_duration_h * 3600.0
-    jobs: list[JobSpec] = []
-    for i, (arrival, duration, g) in enumerate(raw):
-        d = max(1.0, min(duration, cap_s))
-        tput = {"v100": 1.0, "t4": t4_speed}
-        if rnd.random() < args.elastic_share:
-            curve = rnd.choice(CURVES)
-            steps = d * scaling.speedup(curve, g)
-            jobs.append(JobSpec(
-                name=f"p{i}", total_steps=steps, min_workers=max(1, g // 2), max_workers=2 * g,
-                throughput=tput, scaling=curve, arrival_s=arrival,
-                config={"requested_workers": g},
-            ))  # fmt: skip
-        else:
-            jobs.append(JobSpec(
-                name=f"p{i}", total_steps=d * g, min_workers=g, max_workers=g,
-                throughput=tput, arrival_s=arrival,
-            ))  # fmt: skip
-    return jobs
-
-
-def cluster(args: argparse.Namespace) -> list[Node]:
-    train = [Node(f"v{i:03d}", "v100", args.gpus_per_node) for i in range(args.train_nodes)]
-    infer = [
-        Node(f"t{i:03d}", "t4", args.gpus_per_node, "inference") for i in range(args.infer_nodes)
-    ]
-    return train + infer
 
 
 def while_queued(res: SimResult) -> float | None:
@@ -156,84 +82,112 @@ def while_queued(res: SimResult) -> float | None:
     return busy / lent if lent > 0 else None
 
 
-def run(
-    name: str, args: argparse.Namespace, raw: list[tuple[float, float, int]], seed: int,
-    demand: list[tuple[float, int]],
-) -> dict[str, Any]:  # fmt: skip
-    policy, kwargs, ideal, t4 = SCENARIOS[name]
-    jobs = make_jobs(raw, args, seed, args.t4_speed if t4 is None else t4)
+def lent_hours(res: SimResult) -> tuple[float, float]:
+    """(GPU-hours on loan, GPU-hours of training on lent GPUs) over the run."""
+    s = res.recorder.samples
+    end = max(res.core.now, s[-1].t) if s else 0.0
+    lent = busy = 0.0
+    for a, b in zip(s, [*s[1:], None], strict=True):
+        dt_s = (b.t if b is not None else end) - a.t
+        lent += a.lent * dt_s
+        busy += a.busy_lent * dt_s
+    return lent / 3600.0, busy / 3600.0
+
+
+def run(name: str, case: W.Case, scenarios: dict[str, Any] | None = None) -> dict[str, Any]:
+    policy, kwargs, ideal, unlimited = (scenarios or SCENARIOS)[name]
+    demand = [(t, 0) for t, _ in case.demand[:1]] if unlimited else case.demand
     sim = Simulator(
-        cluster(args), get_policy(policy, **kwargs), SpecThroughputs(),
-        resize_overhead_s=0.0 if ideal else args.resize_overhead, serving_demand=demand,
-    )  # fmt: skip
+        case.nodes,
+        get_policy(policy, **kwargs),
+        case.model,
+        resize_overhead_s=0.0,
+        serving_demand=demand,
+        restart_model=None if ideal else RestartModel(),
+    )
     t0 = time.perf_counter()
-    res = sim.run(jobs)
+    res = sim.run(case.specs)
     out: dict[str, Any] = {k: res.summary.get(k) for k in KEYS}
     out["policy"], out["policy_args"] = policy, kwargs
-    out["resize_overhead_s"] = 0.0 if ideal else args.resize_overhead
-    # Mean JCT minus mean queuing: how long jobs ran (slower on loaned T4s, plus restarts).
+    out["restarts"] = "free" if ideal else "restart model"
+    # Mean JCT minus mean queuing: how long jobs ran (slower on loaned GPUs, plus restarts).
     out["mean_run_s"] = float(res.summary["avg_jct_s"]) - float(res.summary["avg_queue_s"])
     out["on_loan_utilisation_while_queued"] = while_queued(res)
-    # Waiting counted to the end: JCT minus time holding GPUs (re-queuing after a
-    # preemption included), beside the usual queuing (arrival to first start).
+    out["gpu_hours_lent"], out["gpu_hours_lent_busy"] = lent_hours(res)
     held = [sum(j.time_received_s.values()) for j in res.core.jobs.values()]
     jct = [r["jct_s"] for r in res.jobs if r["jct_s"] is not None]
     out["avg_wait_total_s"] = (sum(jct) - sum(held)) / len(jct) if jct else None
-    log.info("%s done in %.1f s", name, time.perf_counter() - t0)
+    log.info("%s %s: queue %.0f s, JCT %.0f s, preempted %.1f%% (%.1f s)", case.key, name,
+             out["avg_queue_s"], out["avg_jct_s"], 100 * out["preemption_ratio"],
+             time.perf_counter() - t0)  # fmt: skip
     return out
-
-
-def pair(args: argparse.Namespace, philly: Path, start: int, seed: int) -> dict[str, Any]:
-    raw = philly_window(philly, args.cluster_id, start, args.jobs)
-    horizon = raw[-1][0] + 3 * 86_400.0
-    points = diurnal(args.infer_nodes, horizon, seed=seed)
-    demand = demand_series(points)
-    names = [s for s in (*args.scenarios.split(","), *args.extra.split(",")) if s in SCENARIOS]
-    results = {s: run(s, args, raw, seed, demand) for s in names}
-    load = sum(min(d, args.max_duration_h * 3600.0) * g for _, d, g in raw) / raw[-1][0]
-    return {
-        "window": start,
-        "seed": seed,
-        "held_out": start not in TUNED,
-        "workload": {
-            "source": f"philly.csv {args.cluster_id}, jobs {start}..{start + args.jobs - 1}",
-            "span_h": raw[-1][0] / 3600.0,
-            "offered_load_v100": load,
-            "gpus_1": sum(1 for _, _, g in raw if g == 1),
-            "serving_mean_utilisation": mean_utilisation(points, args.infer_nodes),
-        },
-        "scenarios": results,
-    }
 
 
 def _ints(text: str) -> list[int]:
     return [int(x) for x in text.split(",") if x.strip()]
 
 
-def main() -> int:
-    ap = argparse.ArgumentParser(description="Lyra Baseline/Basic/Lyra/Ideal on Philly windows")
-    ap.add_argument("--windows", default=",".join(map(str, WINDOWS)), help="first job of each")
-    ap.add_argument("--seeds", default="0,1")
-    ap.add_argument("--jobs", type=int, default=1000)
-    ap.add_argument("--cluster-id", default="6214e9")
-    ap.add_argument("--train-nodes", type=int, default=12)
-    ap.add_argument("--infer-nodes", type=int, default=16)
+def cases(args: argparse.Namespace) -> list[W.Case]:
+    seeds = _ints(args.seeds)
+    if args.trace is not None:
+        if args.format == "philly":
+            return [
+                W.philly_case(Path(args.trace), start, seed, args, ())
+                for start in _ints(args.windows or "0")
+                for seed in seeds
+            ]
+        return [W.trace_case(seed, args) for seed in seeds]
+    if args.philly:
+        philly = W.shared_data() / "pollux" / "philly.csv"
+        windows = _ints(args.windows) if args.windows else list(W.PHILLY_WINDOWS)
+        return [W.philly_case(philly, w, s, args, W.TUNED_PHILLY) for w in windows for s in seeds]
+    workloads = _ints(args.workloads) if args.workloads else list(W.POLLUX_WORKLOADS)
+    return [W.pollux_case(w, s, args) for w in workloads for s in seeds]
+
+
+def parser() -> argparse.ArgumentParser:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--philly", action="store_true", help="the Philly windows suite")
+    ap.add_argument("--trace", help="any trace lyra simulate reads (with --format)")
+    ap.add_argument("--format", choices=("gavel", "philly", "yaml", "pollux"))
+    ap.add_argument("--cluster-id", default=None, help="philly: this cluster's rows only")
+    ap.add_argument("--cluster", help="training pool, TYPE=NODESxGPUS (lyra simulate's grammar)")
+    ap.add_argument("--inference", help="inference pool, TYPE=NODESxGPUS")
     ap.add_argument("--gpus-per-node", type=int, default=8)
-    ap.add_argument("--elastic-share", type=float, default=0.5)
-    ap.add_argument("--max-duration-h", type=float, default=24.0)
-    ap.add_argument("--t4-speed", type=float, default=0.4)
-    ap.add_argument(
-        "--resize-overhead",
-        type=float,
-        default=RESTART_S,
-        help="seconds per restart (default: the measured restart model, "
-        "lyra_ray/model/restart_cost.py)",
-    )
+    ap.add_argument("--serving-demand", help="FILE (time_s,servers) or FILE@REQ_PER_S[,...]")
+    ap.add_argument("--profiles", help="pollux: the profiles directory")
+    ap.add_argument("--throughputs", help="pollux: ElasticFlow's tables directory")
+    ap.add_argument("--workloads", help="Pollux workload numbers (default 1-8)")
+    ap.add_argument("--windows", help="Philly: first job of each window")
+    ap.add_argument("--seeds", default=None)
+    ap.add_argument("--jobs", type=int, default=1000, help="Philly: jobs per window")
+    ap.add_argument("--elastic-share", type=float, default=0.5, help="Philly: elastic jobs")
+    ap.add_argument("--max-duration-h", type=float, default=24.0, help="Philly: clip")
+    ap.add_argument("--t4-speed", type=float, default=0.4, help="Philly: T4 / V100 per worker")
+    ap.add_argument("--elastic-rule", choices=("profile", "doubling"), default="profile")
+    ap.add_argument("--fraction", type=float, default=None, help="profile rule's fraction")
     ap.add_argument("--scenarios", default="baseline,basic,lyra,ideal")
-    ap.add_argument("--extra", default="", help="side runs: lyra-one-type,lyra-t4-fast")
+    ap.add_argument("--extra", default="", help="side runs: unlimited")
     ap.add_argument("--report", action="store_true", help="print the tables from --out only")
-    ap.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "results" / "lyra_eval.json")
-    args = ap.parse_args()
+    ap.add_argument("--out", type=Path, default=None)
+    return ap
+
+
+def main() -> int:
+    args = parser().parse_args()
+    from lyra_ray.model.elastic_range import DEFAULT_FRACTION
+
+    if args.fraction is None:
+        args.fraction = DEFAULT_FRACTION
+    if args.seeds is None:
+        args.seeds = "0,1" if (args.philly or args.format == "philly") else "0,1,2"
+    if args.philly and args.cluster_id is None:
+        args.cluster_id = "6214e9"
+    if args.out is None:
+        name = "lyra_eval_philly.json" if args.philly else "lyra_eval.json"
+        if args.trace is not None:
+            name = f"lyra_eval_{Path(args.trace).stem}.json"
+        args.out = ROOT / "benchmarks" / "results" / name
     logging.basicConfig(level=logging.INFO, format="%(message)s")
     report: dict[str, Any] = {"runs": {}}
     if args.out.is_file():
@@ -241,22 +195,20 @@ def main() -> int:
         if "runs" in old:
             report = old
     if not args.report:
-        philly = shared_data() / "pollux" / "philly.csv"
-        if not philly.is_file():
-            print(f"skipped: {philly} not found (set LYRA_SHARED_DATA)")
+        if args.trace is None and not W.shared_data().is_dir():
+            print(f"skipped: {W.shared_data()} not found (set LYRA_SHARED_DATA)")
             return 0
-        for start in _ints(args.windows):
-            for seed in _ints(args.seeds):
-                key = f"{start}/{seed}"
-                log.info("window %s", key)
-                fresh = pair(args, philly, start, seed)
-                runs = report["runs"].setdefault(key, {})
-                runs.update({k: v for k, v in fresh.items() if k != "scenarios"})
-                runs.setdefault("scenarios", {}).update(fresh["scenarios"])
-        skip = ("out", "report", "windows", "seeds", "scenarios", "extra")
-        report["settings"] = {k: v for k, v in vars(args).items() if k not in skip}
-        report["tuned_on"] = list(TUNED)
-        report["goal"] = {"jct_x": 1.6, "preemption_ratio_max": 0.05, "vs_basic": "<="}
+        names = [s for s in (*args.scenarios.split(","), *args.extra.split(",")) if s in SCENARIOS]
+        for case in cases(args):
+            runs = report["runs"].setdefault(case.key, {})
+            runs.update({"held_out": case.held_out, "workload": case.meta})
+            runs.setdefault("scenarios", {}).update({s: run(s, case) for s in names})
+        skip = ("out", "report", "scenarios", "extra")
+        report["settings"] = {
+            k: v for k, v in vars(args).items() if k not in skip and v is not None
+        }
+        report["command"] = "benchmarks/lyra_eval.py " + " ".join(sys.argv[1:])
+        report["goal"] = {"jct_x": 1.5, "preemption_ratio_max": 0.05, "vs_basic": "<= (1 % tie)"}
         report["summary"] = summarise(report["runs"])
         args.out.parent.mkdir(parents=True, exist_ok=True)
         args.out.write_text(json.dumps(report, indent=1, sort_keys=True) + "\n")

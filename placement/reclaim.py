@@ -17,6 +17,12 @@ touches least of the running jobs. Ordering by value alone could pick a server h
 one whole single-server job (value 1) before one holding slices of three jobs that
 each keep their minimum elsewhere (value 1.5), preempting a job for nothing. On the
 paper's example the two orders agree (``tests/unit/test_reclaim.py``).
+
+*Priced by restarts.* Every job a reclaim touches pays a restart, shrunk or preempted
+(:mod:`lyra_ray.model.restart_cost`), and a job with a large checkpoint pays more.
+Given ``prices`` (seconds per job), a job's share of a server is weighted by its
+price: among servers that preempt equally many jobs, the one whose jobs restart
+cheapest goes first. Equal prices give the paper's order.
 """
 
 from __future__ import annotations
@@ -64,15 +70,21 @@ class ReclaimPlan:
 
 
 def server_values(
-    candidates: Collection[NodeId], jobs: Sequence[JobFootprint]
+    candidates: Collection[NodeId],
+    jobs: Sequence[JobFootprint],
+    prices: Mapping[JobId, float] | None = None,
 ) -> dict[NodeId, float]:
-    """Each candidate server's value: sum over its jobs of 1 / servers the job spans."""
+    """Each candidate server's value: sum over its jobs of 1 / servers the job spans
+    (times the job's restart price, relative to the mean, when ``prices`` are given)."""
     values = {n: 0.0 for n in candidates}
+    mean = sum(prices.values()) / len(prices) if prices else 0.0
     for job in jobs:
         span = [n for n, g in job.gpus_on.items() if g > 0]
         if not span:
             continue
         share = 1.0 / len(span)
+        if prices and mean > 0:
+            share *= prices.get(job.job_id, mean) / mean
         for n in span:
             if n in values:
                 values[n] += share
@@ -80,12 +92,16 @@ def server_values(
 
 
 def plan_reclaim(
-    candidates: Collection[NodeId], jobs: Sequence[JobFootprint], count: int
+    candidates: Collection[NodeId],
+    jobs: Sequence[JobFootprint],
+    count: int,
+    prices: Mapping[JobId, float] | None = None,
 ) -> ReclaimPlan:
     """Pick ``count`` servers among ``candidates`` (lent servers) by Lyra's greedy knapsack.
 
     The server whose reclaim preempts the fewest jobs goes first, then the lowest value,
-    then the node id, so the plan is deterministic (see the module doc). A job that
+    then the node id, so the plan is deterministic (see the module doc); ``prices``
+    weigh each job's share by its restart price. A job that
     would drop below ``min_workers`` is preempted and leaves every server it was on;
     otherwise it is scaled in.
     """
@@ -100,7 +116,7 @@ def plan_reclaim(
     preempted: set[JobId] = set()
     for _ in range(count):
         footprints = [JobFootprint(j, g, mins[j]) for j, g in live.items() if g]
-        values = server_values(left, footprints)
+        values = server_values(left, footprints, prices)
 
         def cost(
             n: NodeId, fps: list[JobFootprint] = footprints, vals: dict[NodeId, float] = values

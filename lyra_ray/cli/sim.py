@@ -26,8 +26,10 @@ def register(sub: Any) -> None:
     )
     p.add_argument(
         "--serving-demand",
-        help="inference demand in servers: a time_s,servers CSV, or 'diurnal' (seeded, "
-        "mean 40%% of the pool; the default when --inference is given)",
+        help="inference demand: a time_s,servers CSV; request-rate series "
+        "FILE@CAPACITY[,FILE@CAPACITY...] (ts_s,rate_rps CSVs, each at one server's "
+        "capacity in req/s; several are added); or 'diurnal' (seeded, mean 40%% of the "
+        "pool; the default when --inference is given)",
     )
     p.add_argument(
         "--gpus-per-node",
@@ -47,9 +49,9 @@ def register(sub: Any) -> None:
         "--resize-overhead",
         type=float,
         default=None,
-        help="seconds each restart (preemption-resume or resize) costs a job; default: the "
-        "measured restart model (lyra_ray/model/restart_cost.py), 0 for Gavel traces (as "
-        "Gavel's simulator)",
+        help="seconds each restart (preemption-resume or resize) costs every job; default: "
+        "each job's price by the measured restart model (lyra_ray/model/restart_cost.py: "
+        "its checkpoint_mb and startup_s), 0 for Gavel traces (as Gavel's simulator)",
     )
     p.add_argument(
         "--network",
@@ -60,7 +62,23 @@ def register(sub: Any) -> None:
         "--placer", default="consolidate", help="consolidate (default) or ring (needs --network)"
     )
     p.add_argument("--jct-window", help="FIRST:LAST job indices to average over")
-    p.add_argument("--throughputs", help="Gavel-format throughput JSON (gavel traces)")
+    p.add_argument(
+        "--throughputs",
+        help="Gavel-format throughput JSON (gavel traces), or for a pollux workload a "
+        "directory of ElasticFlow tables (throughputs_<TYPE>/<model>.csv)",
+    )
+    p.add_argument(
+        "--profiles",
+        help="pollux workloads: the directory of the applications' profiles "
+        "(default: profiles/ beside the workload's folder)",
+    )
+    p.add_argument(
+        "--elastic-rule",
+        choices=("profile", "doubling"),
+        default="profile",
+        help="pollux workloads: each job's worker range from its profile (default), or the "
+        "former max(1, g//2)..2g around its num_replicas g (docs/lyra.md)",
+    )
     p.add_argument("--max-jobs", type=int, help="use only the first N jobs of the trace")
     p.add_argument(
         "--teams",
@@ -106,6 +124,8 @@ def settings(args: argparse.Namespace) -> SimSettings:
         throughputs=args.throughputs,
         max_jobs=args.max_jobs,
         teams=args.teams,
+        profiles=args.profiles,
+        elastic_rule=args.elastic_rule,
         gavel_table=str(p) if (p := _default_gavel_throughputs()) else None,
     )
 

@@ -24,6 +24,7 @@ from lyra_ray.model.messages import (
     Preempt,
     Reclaim,
     Resize,
+    RestartMeasured,
     ScaleServe,
     ServingDemand,
 )
@@ -76,6 +77,7 @@ __all__ = [
     "Preempt",
     "Reclaim",
     "Resize",
+    "RestartMeasured",
     "ScaleServe",
     "ServingDemand",
     "ThroughputModel",

@@ -44,6 +44,10 @@ MAX_RATE = 1e9
 """Steps/s per worker: no training step takes less than a nanosecond."""
 MAX_WORKERS = 1_000_000
 """Workers of one job: as many GPUs as a pool may hold of one type (:mod:`.pools`)."""
+MAX_CHECKPOINT_MB = 1e8
+"""A checkpoint of 100 TB: a trillion-parameter model with its optimiser is ~16 TB."""
+MAX_STARTUP_S = 86_400.0
+"""A worker's start-up, a day: the restart model's bound (``--resize-overhead``'s)."""
 MIN_WEIGHT, MAX_WEIGHT = 1e-6, 1e6
 """Priority weights: six orders of magnitude either way of the default 1; wider ratios
 only make the policies' linear programs ill-conditioned."""
@@ -105,6 +109,10 @@ def _bounds(spec: JobSpec, source: str) -> None:
         _number(source, f"throughput.{gpu}", rate, MIN_RATE, MAX_RATE, "steps/s per worker")
     if spec.keep_when_shared is not None:
         _number(source, "keep_when_shared", spec.keep_when_shared, 1e-9, 1.0, "")
+    if spec.checkpoint_mb is not None:
+        _number(source, "checkpoint_mb", spec.checkpoint_mb, 0, MAX_CHECKPOINT_MB, "MB")
+    if spec.startup_s is not None:
+        _number(source, "startup_s", spec.startup_s, 0, MAX_STARTUP_S, "seconds")
 
 
 def check_admissible(

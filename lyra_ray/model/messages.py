@@ -124,6 +124,17 @@ class JobStopped:
 
 
 @dataclass(frozen=True, slots=True)
+class RestartMeasured:
+    """The live runtime timed a restart of ``job_id`` (its ``last_restart`` record):
+    seconds per phase (``stop_signal_s``, ``checkpoint_s``, ``relaunch_s``,
+    ``workers_up_s``, ``first_step_s``; those it reached). The core's restart model
+    prices the job's next resizes by them (:mod:`lyra_ray.model.restart_cost`)."""
+
+    job_id: JobId
+    phases: Mapping[str, float]
+
+
+@dataclass(frozen=True, slots=True)
 class NodeUp:
     node: Node
 
@@ -148,6 +159,7 @@ Event: TypeAlias = (
     | JobCompleted
     | JobFailed
     | JobStopped
+    | RestartMeasured
     | NodeUp
     | NodeDown
     | ServingDemand

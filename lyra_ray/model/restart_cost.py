@@ -19,11 +19,36 @@ guesses (60 s and 0 s). Both now come from here:
   does; where the local worker start is slower, it binds instead.
 
 ``tests/unit/test_restart_cost.py`` keeps these constants equal to their sources.
+
+**One job's price** (:class:`RestartModel`). The phases above were measured on a tiny
+model with a checkpoint of a few kilobytes, whose workers start like the H200's
+ResNet-50. A job states what differs (``JobSpec.checkpoint_mb``, ``JobSpec.startup_s``)
+and is priced as::
+
+    stop_signal + (checkpoint + size * SAVE_S_PER_GB) + relaunch
+        + max(workers_up + first_step, startup) + size * RESTORE_S_PER_GB
+
+with the per-GB costs of writing a checkpoint (``torch.save`` and Ray Train persisting
+it) and reading it back, measured on this host by ``benchmarks/checkpoint_io.py``, and
+``startup`` the job's own start-up (else the H200 cold start). Once the live runtime has
+restarted the job, the phases of its own latest restart (``lyra status``'s
+``last_restart``, fed back as :class:`lyra_ray.model.messages.RestartMeasured`) replace
+the modelled ones phase by phase: they already include its checkpoint and start-up.
+
+Every figure a re-measurement may change is here, in :data:`MEASURED`,
+:data:`SAVE_S_PER_GB` and :data:`RESTORE_S_PER_GB`; the policies and the simulator
+only call :meth:`RestartModel.price`.
 """
 
 from __future__ import annotations
 
+import math
+from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:  # the snapshot holds a model: types imports this module
+    from lyra_ray.model.types import JobSpec
 
 
 @dataclass(frozen=True)
@@ -60,3 +85,81 @@ floor."""
 RESTART_S = round(MEASURED.total_s, 1)
 """Seconds one restart (a resize, or a preemption and resume) costs a job: the Lyra
 policy's ``resize_cost_s`` and ``lyra simulate``'s ``--resize-overhead`` default."""
+
+SAVE_S_PER_GB = 5.554
+"""Seconds per GB to write a checkpoint and persist it into the run's storage
+(``benchmarks/results/checkpoint_io.json``, ``save.s_per_gb``)."""
+RESTORE_S_PER_GB = 1.176
+"""Seconds per GB to read a checkpoint back from storage, page cache dropped
+(``benchmarks/results/checkpoint_io.json``, ``restore.s_per_gb``)."""
+WORKER_PHASES = ("workers_up_s", "first_step_s")
+
+
+def restart_s(
+    phases: RestartCost,
+    checkpoint_mb: float | None = None,
+    startup_s: float | None = None,
+    own: Mapping[str, float] | None = None,
+) -> float:
+    """One restart of a job with this checkpoint and start-up (module doc); ``own``: the
+    phases its latest live restart measured, which replace the modelled ones."""
+    gb = (checkpoint_mb or 0.0) / 1000.0
+    got = own or {}
+    stop = got.get("stop_signal_s", phases.stop_signal_s)
+    save = got.get("checkpoint_s", phases.checkpoint_s + gb * SAVE_S_PER_GB)
+    relaunch = got.get("relaunch_s", phases.relaunch_s)
+    if all(k in got for k in WORKER_PHASES):
+        worker = got["workers_up_s"] + got["first_step_s"]
+    else:
+        cold = phases.cold_start_s if startup_s is None else startup_s
+        worker = max(phases.workers_up_s + phases.first_step_s, cold) + gb * RESTORE_S_PER_GB
+    return stop + save + relaunch + worker
+
+
+class RestartModel:
+    """Prices a job's restart: measured phases, its checkpoint and start-up, and what its
+    own live restarts measured (module doc). State: the per-job measurements."""
+
+    def __init__(self, phases: RestartCost = MEASURED) -> None:
+        self.phases = phases
+        self.observed: dict[str, dict[str, float]] = {}
+        """Job id -> the phases of its latest restart (a phase it did not reach keeps
+        the previous measurement)."""
+        self._cache: dict[str, tuple[JobSpec, float]] = {}
+
+    def price(self, job_id: str, spec: JobSpec) -> float:
+        """Seconds one restart (a resize, or a preemption and resume) costs the job."""
+        hit = self._cache.get(job_id)
+        if hit is not None and hit[0] is spec:
+            return hit[1]
+        v = restart_s(self.phases, spec.checkpoint_mb, spec.startup_s, self.observed.get(job_id))
+        self._cache[job_id] = (spec, v)
+        return v
+
+    def observe(self, job_id: str, phases: Mapping[str, float]) -> None:
+        """A live restart of ``job_id`` closed with these phases (seconds)."""
+        good = {
+            k: float(v)
+            for k, v in phases.items()
+            if k in _PHASE_NAMES and isinstance(v, int | float) and math.isfinite(v) and v >= 0
+        }
+        if good:
+            self.observed.setdefault(job_id, {}).update(good)
+            self._cache.pop(job_id, None)
+
+    def forget(self, job_id: str) -> None:
+        self.observed.pop(job_id, None)
+        self._cache.pop(job_id, None)
+
+    def to_state(self) -> dict[str, Any]:
+        return {"observed": {j: dict(p) for j, p in sorted(self.observed.items())}}
+
+    def load_state(self, state: Mapping[str, Any]) -> None:
+        self.observed = {
+            str(j): {str(k): float(v) for k, v in p.items()}
+            for j, p in state.get("observed", {}).items()
+        }
+        self._cache = {}
+
+
+_PHASE_NAMES = frozenset(("stop_signal_s", "checkpoint_s", "relaunch_s", *WORKER_PHASES))

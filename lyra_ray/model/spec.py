@@ -52,6 +52,10 @@ class _JobInput(BaseModel):
     scaling: str = "linear"
     slo_s: float | None = Field(default=None, gt=0)
     keep_when_shared: float | None = Field(default=None, gt=0, le=1)
+    checkpoint_mb: float | None = Field(default=None, ge=0)
+    """One checkpoint's size in MB: it prices the job's restarts (docs/lyra.md)."""
+    startup_s: float | None = Field(default=None, ge=0)
+    """A worker's start-up, fresh process to first step without the restore (s)."""
     entrypoint: str | None = None
     config: dict[str, Any] = Field(default_factory=dict)
     model: Any = None
@@ -76,7 +80,15 @@ class _JobInput(BaseModel):
                 raise ValueError(f"steps/s on {gpu!r} must be > 0, got {t}")
         return {k.lower(): float(t) for k, t in v.items()}
 
-    @field_validator("total_steps", "arrival_s", "priority_weight", "slo_s", mode="before")
+    @field_validator(
+        "total_steps",
+        "arrival_s",
+        "priority_weight",
+        "slo_s",
+        "checkpoint_mb",
+        "startup_s",
+        mode="before",
+    )
     @classmethod
     def _not_a_bool(cls, v: Any) -> Any:
         """``true`` would pass as 1 (a number written as text, ``1e6``, stays accepted:
@@ -203,6 +215,8 @@ def parse_job_spec(
         scaling=j.scaling,
         slo_s=j.slo_s,
         keep_when_shared=j.keep_when_shared,
+        checkpoint_mb=j.checkpoint_mb,
+        startup_s=j.startup_s,
         arrival_s=j.arrival_s,
         entrypoint=j.entrypoint,
         config=dict(j.config),

@@ -11,7 +11,10 @@ from __future__ import annotations
 import enum
 from collections.abc import Hashable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Literal, TypeAlias
+from typing import TYPE_CHECKING, Any, Literal, TypeAlias
+
+if TYPE_CHECKING:  # imported at first use: it is compiled for the simulator
+    from lyra_ray.model.restart_cost import RestartModel
 
 GpuType: TypeAlias = str
 """A lower-case accelerator name (``"v100"``, ``"t4"``). Kept a plain string so that a
@@ -63,6 +66,14 @@ class JobSpec:
     of two jobs that both declare one is offered to packed policies at those shares
     (else only the catalogue's job types are), and the live scheduler replaces each
     side with what it measures."""
+    checkpoint_mb: float | None = None
+    """The size of one checkpoint of the job (MB), as its owner states it: a restart
+    writes and restores it, so it prices the job's resizes and preemptions
+    (:mod:`lyra_ray.model.restart_cost`); ``None``: not stated (priced as measured)."""
+    startup_s: float | None = None
+    """Seconds one of its workers takes from a fresh process to its first step, restore
+    excluded (imports, building the model), as its owner states it; ``None``: the
+    measured cold start (:data:`lyra_ray.model.restart_cost.H200_COLD_START_S`)."""
 
     @property
     def elastic(self) -> bool:
@@ -164,6 +175,9 @@ class ClusterSnapshot:
     """Weight of each entity (a job's ``spec.user``) for hierarchical policies; an entity
     not named weighs 1. Empty unless teams are in force: the teams wrapper
     (:mod:`lyra_ray.policies.teams`) makes each team an entity of its weight."""
+    restart_model: RestartModel = field(default_factory=lambda: _measured_restarts())
+    """What one restart costs each job (:mod:`lyra_ray.model.restart_cost`): the policies
+    that resize or preempt weigh it against what the change gains."""
 
     def gpus_by_type(self, pool: Pool | None = "training") -> dict[GpuType, int]:
         out: dict[GpuType, int] = {}
@@ -189,6 +203,16 @@ class ClusterSnapshot:
     def throughput(self, job: JobView, gpu_type: GpuType, workers: int | None = None) -> float:
         """Steps/s of ``job`` with ``workers`` GPUs of ``gpu_type`` (default: its size)."""
         return self.throughput_model.throughput(job.spec, gpu_type, workers or job.spec.min_workers)
+
+
+def _measured_restarts() -> RestartModel:
+    """The measured restart model, for a snapshot built without one (a test's). Imported
+    here, not at the top: ``lyra_ray.model.restart_cost`` is one of the simulator's
+    compiled modules, which must not be imported before ``lyra simulate`` activates them
+    (``lyra_ray/native.py``), and every command imports this module first."""
+    from lyra_ray.model.restart_cost import RestartModel
+
+    return RestartModel()
 
 
 class ThroughputModel:

@@ -107,6 +107,7 @@ class Ledger:
         self._gated("core.allocation", allocation, lambda: allocation_to_dict(allocation), d, acc)
         self._part("core.policy", decider.policy.to_state(), d, acc)
         self._part("core.throughputs", state.throughputs.to_state(), d, acc)
+        self._part("core.restarts", state.restarts.to_state(), d, acc)
         if rounds is None:
             self._part("core.rounds", None, d, acc)
         else:

@@ -266,7 +266,7 @@ class RayRuntime:
                 del self.runs[jid]
                 self.dirty = True
         if not self.runs:
-            return events
+            return events + self._restarts_measured()
         records: dict[str, dict[str, Any]] = ray.get(self.control.snapshot.remote())
         now = time.time()
         for jid, r in list(self.runs.items()):
@@ -294,7 +294,16 @@ class RayRuntime:
                 events += self._ended(r, "stopped", float(found[1]) if found else 0.0, "", rec)
             elif now - r.launched_at > START_GRACE_S and not runs.run_alive(jid, r.generation):
                 events += self._ended(r, "lost", r.reported_steps, "run actor vanished")
-        return events
+        return events + self._restarts_measured()
+
+    def _restarts_measured(self) -> list[m.Event]:
+        """Each restart record closed since the last poll, for the core's restart model:
+        the job's next resizes are priced by what its own restarts took."""
+        return [
+            m.RestartMeasured(r["job_id"], dict(r["phases"]))
+            for r in self.phases.take_for_core()
+            if r.get("phases")
+        ]
 
     def _ended(
         self, r: RunRecord, outcome: str, steps: float, message: str, rec: Any = None

@@ -40,6 +40,9 @@ class RestartPhases:
         self.open: dict[str, dict[str, Any]] = {}
         self.done: list[dict[str, Any]] = []
         self._fresh: list[dict[str, Any]] = []
+        self._for_core: list[dict[str, Any]] = []
+        """Records finished since the core last took them (its restart model learns each
+        job's own restart price from them: ``lyra_ray.model.restart_cost``)."""
 
     def requested(self, job_id: str, generation: int, workers: int, now: float) -> None:
         if job_id in self.open:  # asked again before the last restart's run stepped
@@ -101,10 +104,16 @@ class RestartPhases:
             out["interrupted"] = True
         self.done = [*self.done[-(KEEP - 1) :], out]
         self._fresh.append(out)
+        self._for_core.append(out)
 
     def take_fresh(self) -> list[dict[str, Any]]:
         """Records finished since the last call (for the metrics exporter)."""
         out, self._fresh = self._fresh, []
+        return out
+
+    def take_for_core(self) -> list[dict[str, Any]]:
+        """Records finished since the last call (the scheduler core's restart model)."""
+        out, self._for_core = self._for_core, []
         return out
 
     def last(self, job_id: str) -> dict[str, Any] | None:

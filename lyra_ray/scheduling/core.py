@@ -27,6 +27,7 @@ from typing import Any
 
 from lyra_ray import model as m
 from lyra_ray.model import ClusterSnapshot, Decision, JobId, NodeId
+from lyra_ray.model.restart_cost import RestartModel
 from lyra_ray.model.state import JobState
 from lyra_ray.policies.base import Policy
 from lyra_ray.scheduling.decider import Decider
@@ -50,10 +51,12 @@ class SchedulerCore:
         startup_grace_s: float = 300.0,
         placer: Placer | None = None,
         backfill: bool = False,
+        restart_model: RestartModel | None = None,
     ) -> None:
         """The arguments are the decider's (:class:`~lyra_ray.scheduling.decider.Decider`),
-        but the throughput model, which learns from the state's progress reports."""
-        self.state = CoreState(throughput_model)
+        but the throughput model, which learns from the state's progress reports, and the
+        restart model (default: the measured one), which learns from restart records."""
+        self.state = CoreState(throughput_model, restart_model)
         self.decider = Decider(
             policy, round_s, rounds, min_lease_s, startup_grace_s, placer, backfill
         )
@@ -175,10 +178,12 @@ class SchedulerCore:
             **self.state.to_state(),
             **self.decider.to_state(),
             "throughputs": self.state.throughputs.to_state(),
+            "restarts": self.state.restarts.to_state(),
         }
 
     def load_state(self, state: dict[str, Any]) -> None:
         self.state.load_state(state)
         self.decider.load_state(state)
         self.state.throughputs.load_state(state.get("throughputs") or {})
+        self.state.restarts.load_state(state.get("restarts") or {})
         self.state.refresh_throughput_rows()

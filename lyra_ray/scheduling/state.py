@@ -17,6 +17,7 @@ from typing import Any
 
 from lyra_ray import model as m
 from lyra_ray.model import ClusterSnapshot, JobId, JobStatus, NodeId, ThroughputModel
+from lyra_ray.model.restart_cost import RestartModel
 from lyra_ray.model.state import JobState, job_from_dict, job_to_dict
 from lyra_ray.scheduling.backfill import may_start_early
 
@@ -41,9 +42,11 @@ class Folded:
 
 
 class CoreState:
-    def __init__(self, throughputs: ThroughputModel) -> None:
+    def __init__(self, throughputs: ThroughputModel, restarts: RestartModel | None = None) -> None:
         self.throughputs = throughputs
         """Learns from progress reports (a job's measured rate), so it is state too."""
+        self.restarts = restarts if restarts is not None else RestartModel()
+        """Prices each job's restart; learns from the live runtime's restart records."""
         self.jobs: dict[JobId, JobState] = {}
         self._active: dict[JobId, JobState] = {}
         """Jobs not yet terminal, in submission order: every cycle walks only these."""
@@ -95,6 +98,7 @@ class CoreState:
             round_s=round_s,
             serving_demand=self.serving_demand,
             lent_nodes=frozenset(self.lent),
+            restart_model=self.restarts,
         )
 
     def busy_gpus(self) -> dict[NodeId, int]:
@@ -182,6 +186,9 @@ class CoreState:
                 j = self.jobs.get(ev.job_id)
                 if j is not None:
                     j.steps_done = min(j.spec.total_steps, max(j.steps_done, ev.steps_done))
+            elif isinstance(ev, m.RestartMeasured):
+                if ev.job_id in self._active:
+                    self.restarts.observe(ev.job_id, ev.phases)
             elif isinstance(ev, m.NodeUp):
                 self.node_up(ev.node)
                 changed = nodes_changed = True
@@ -234,6 +241,7 @@ class CoreState:
             j.steps_done = min(j.spec.total_steps, steps)
         j.status, j.finish_s, j.current = status, self.now, None
         self._active.pop(job_id, None)
+        self.restarts.forget(job_id)
         self._ended.append(job_id)
         return True
 

@@ -3,8 +3,10 @@
 It models what the live runtime does physically: a running job makes progress at its
 throughput on its assignment (its pair throughput when space-sharing; the mixed-type
 model of :mod:`lyra_ray.model.mixed` when its workers span GPU types), and each resume
-or resize first pays ``resize_overhead_s`` of checkpoint/restore during which the job
-holds its GPUs but makes no progress. It decides nothing.
+or resize first pays a checkpoint/restore during which the job holds its GPUs but makes
+no progress: the job's own price by the restart model when one is given (its checkpoint
+and start-up, :mod:`lyra_ray.model.restart_cost`), else ``resize_overhead_s`` for every
+job. It decides nothing.
 
 With a ``network`` model (:class:`RateModel`, e.g. ``lyra_ray.network.ring.RingCommModel``)
 a run's rate also depends on where it was placed and on who shares the links with it,
@@ -22,6 +24,7 @@ from typing import ClassVar, Protocol
 from lyra_ray import model as m
 from lyra_ray.model import Assignment, JobId, JobSpec
 from lyra_ray.model.mixed import mixed_throughput
+from lyra_ray.model.restart_cost import RestartModel
 
 _EPS = 1e-9
 _FINISH = attrgetter("finish")
@@ -61,9 +64,11 @@ class SimRuntime:
         throughputs: m.ThroughputModel,
         resize_overhead_s: float = 0.0,
         network: RateModel | None = None,
+        restart_model: RestartModel | None = None,
     ) -> None:
         self.throughputs = throughputs
         self.overhead = resize_overhead_s
+        self.restart = restart_model
         self.network = network
         self.now = 0.0
         self.specs: dict[JobId, JobSpec] = {}
@@ -162,7 +167,11 @@ class SimRuntime:
             elif isinstance(a, _STARTS):
                 resumed = a.job_id in self.started
                 self.started.add(a.job_id)
-                pay = self.overhead if (resumed or isinstance(a, m.Resize)) else 0.0
+                pay = 0.0
+                if resumed or isinstance(a, m.Resize):
+                    rm = self.restart
+                    spec = self.specs[a.job_id]
+                    pay = self.overhead if rm is None else rm.price(a.job_id, spec)
                 total = self.specs[a.job_id].total_steps
                 self.runs[a.job_id] = _Run(a.assignment, 0.0, self.now + pay, total)
                 if a.assignment.partner is not None:

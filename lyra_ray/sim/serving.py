@@ -1,4 +1,5 @@
-"""Inference demand over time, in servers: from a CSV trace or a seeded diurnal curve.
+"""Inference demand over time, in servers: from a CSV trace, a request-rate series or a
+seeded diurnal curve.
 
 Lyra's premise is that the inference pool is sized for its daily peak and idles much of
 the day (the paper's production cluster: low mean utilisation, a strong diurnal swing).
@@ -10,6 +11,13 @@ CSV format (header required)::
     time_s,servers
     0,12
     3600,9
+
+A request-rate series (ServeGen's ``ts_s,rate_rps[,...]``: extra columns are ignored)
+becomes servers busy by a per-server capacity the user states, in requests per second:
+``ceil(rate / capacity)`` from each point on (serving never gets fewer servers than its
+load needs). Several series (one per served model) on one pool add their servers.
+``--serving-demand`` names them as ``FILE@CAPACITY[,FILE@CAPACITY...]``
+(:func:`parse_demand_spec`).
 """
 
 from __future__ import annotations
@@ -138,3 +146,120 @@ def mean_utilisation(points: Sequence[DemandPoint], total_servers: int) -> float
     span = points[-1].time_s - points[0].time_s
     acc = sum(a.servers * (b.time_s - a.time_s) for a, b in itertools.pairwise(points))
     return acc / span / total_servers if span > 0 else 0.0
+
+
+@dataclass(frozen=True, slots=True)
+class RatePoint:
+    """From ``time_s`` on, requests arrive at ``rate_rps`` per second."""
+
+    time_s: float
+    rate_rps: float
+
+
+RATE_FIELDS = ("ts_s", "rate_rps")
+MAX_CAPACITY_RPS = 1e9
+
+
+def read_rate_csv(path: str | Path) -> list[RatePoint]:
+    """A request-rate series (header with ``ts_s`` and ``rate_rps``); errors name the
+    file, the line and the field."""
+    p = Path(path)
+    try:
+        text = p.read_text()
+    except OSError as e:
+        raise InputError(f"{p}: cannot read request-rate series: {e.strerror}") from None
+    except UnicodeDecodeError as e:
+        raise InputError(f"{p}: cannot read request-rate series: not UTF-8 ({e.reason})") from None
+    reader = csv.reader(text.splitlines())
+    header = [h.strip() for h in next(reader, [])]
+    if not set(RATE_FIELDS) <= set(header):
+        raise InputError(f"{p}: line 1: header must contain 'ts_s' and 'rate_rps', got {header!r}")
+    ti, ri = header.index("ts_s"), header.index("rate_rps")
+    out: list[RatePoint] = []
+    for ln, row in enumerate(reader, start=2):
+        if not row or all(not c.strip() for c in row):
+            continue
+        if len(row) != len(header):
+            raise InputError(f"{p}: line {ln}: expected {len(header)} fields, got {len(row)}")
+        values = []
+        for name, raw in (("ts_s", row[ti]), ("rate_rps", row[ri])):
+            try:
+                v = float(raw)
+            except ValueError:
+                raise InputError(f"{p}: line {ln}: field '{name}': not a number: {raw!r}") from None
+            if not math.isfinite(v) or v < 0:
+                raise InputError(
+                    f"{p}: line {ln}: field '{name}': must be a finite number >= 0, got {raw!r}"
+                )
+            values.append(v)
+        t, r = values
+        if out and t <= out[-1].time_s:
+            raise InputError(
+                f"{p}: line {ln}: field 'ts_s': {t:g} does not come after {out[-1].time_s:g}"
+            )
+        out.append(RatePoint(t, r))
+    if not out:
+        raise InputError(f"{p}: no rows")
+    return out
+
+
+def servers_for(points: Sequence[RatePoint], capacity_rps: float) -> list[DemandPoint]:
+    """Servers busy from each point on: ``ceil(rate / capacity)``."""
+    if not math.isfinite(capacity_rps) or not 0 < capacity_rps <= MAX_CAPACITY_RPS:
+        raise ValueError(f"capacity must be in (0, {MAX_CAPACITY_RPS:g}] req/s, got {capacity_rps}")
+    return [DemandPoint(p.time_s, math.ceil(p.rate_rps / capacity_rps - 1e-9)) for p in points]
+
+
+def add_series(series: Sequence[Sequence[DemandPoint]]) -> list[DemandPoint]:
+    """Several demands on one pool: at every instant, the sum of each one in force."""
+    times = sorted({p.time_s for s in series for p in s})
+    out: list[DemandPoint] = []
+    idx = [0] * len(series)
+    for t in times:
+        total = 0
+        for k, s in enumerate(series):
+            while idx[k] + 1 < len(s) and s[idx[k] + 1].time_s <= t:
+                idx[k] += 1
+            if s and s[idx[k]].time_s <= t:
+                total += s[idx[k]].servers
+        out.append(DemandPoint(t, total))
+    return out
+
+
+def parse_demand_spec(spec: str, flag: str = "--serving-demand") -> list[DemandPoint]:
+    """``FILE`` (``time_s,servers``) or ``FILE@CAPACITY[,FILE@CAPACITY...]``
+    (request-rate series, each at its per-server capacity in req/s, added up)."""
+    items = [s.strip() for s in spec.split(",")]
+    if any(not s for s in items):
+        raise InputError(f"{flag}: an empty item in {spec!r}")
+    if len(items) == 1 and "@" not in items[0]:
+        path = items[0]
+        try:
+            with open(path) as fh:
+                head = fh.readline()
+        except OSError as e:
+            raise InputError(f"{flag}: {path}: cannot read: {e.strerror}") from None
+        except UnicodeDecodeError:
+            head = ""
+        if "rate_rps" in head:
+            raise InputError(
+                f"{flag}: {path} is a request-rate series; give one server's capacity in "
+                f"req/s as {path}@CAPACITY"
+            )
+        return read_demand_csv(path)
+    series = []
+    for item in items:
+        path, sep, raw = item.rpartition("@")
+        if not sep or not path:
+            raise InputError(f"{flag}: expected FILE@CAPACITY (req/s per server), got {item!r}")
+        try:
+            cap = float(raw)
+        except ValueError:
+            raise InputError(f"{flag}: capacity of {path}: not a number: {raw!r}") from None
+        if not math.isfinite(cap) or not 0 < cap <= MAX_CAPACITY_RPS:
+            raise InputError(
+                f"{flag}: capacity of {path}: must be in (0, {MAX_CAPACITY_RPS:g}] req/s, "
+                f"got {raw!r}"
+            )
+        series.append(servers_for(read_rate_csv(path), cap))
+    return add_series(series)

@@ -19,6 +19,7 @@ from typing import Any, ClassVar
 
 from lyra_ray import model as m
 from lyra_ray.model import JobSpec, Node
+from lyra_ray.model.restart_cost import RestartModel
 from lyra_ray.policies.base import Policy
 from lyra_ray.scheduling.core import SchedulerCore
 from lyra_ray.scheduling.interfaces import Placer
@@ -57,18 +58,26 @@ class Simulator:
         network: RateModel | None = None,
         backfill: bool = False,
         observers: Sequence[Observer] = (),
+        restart_model: RestartModel | None = None,
     ) -> None:
         """``placer`` replaces the core's consolidating placer; ``network`` makes a run's
         rate depend on its placement (see :class:`~lyra_ray.sim.runtime.SimRuntime`);
         ``backfill`` hands idle GPUs out mid-round as the live scheduler does (off:
         Gavel's rounds); ``observers`` see every cycle after the usage recorder (a
-        benchmark's own measurements, e.g. each team's use over time)."""
+        benchmark's own measurements, e.g. each team's use over time); ``restart_model``
+        charges each job its own restart price (:mod:`lyra_ray.model.restart_cost`)
+        instead of ``resize_overhead_s``, and the policies price restarts by it."""
         self.observers = tuple(observers)
         self.nodes = list(nodes)
         self.core = SchedulerCore(
-            policy, throughputs, round_s=round_s, placer=placer, backfill=backfill
+            policy,
+            throughputs,
+            round_s=round_s,
+            placer=placer,
+            backfill=backfill,
+            restart_model=restart_model,
         )
-        self.runtime = SimRuntime(throughputs, resize_overhead_s, network)
+        self.runtime = SimRuntime(throughputs, resize_overhead_s, network, restart_model)
         self.round_s = round_s
         self.demand = sorted(serving_demand)
         self.max_time_s = max_time_s

@@ -25,7 +25,7 @@ if TYPE_CHECKING:  # the CLI imports the settings before it knows it will simula
     from lyra_ray.scheduling.interfaces import Placer
     from lyra_ray.sim.simulator import Simulator
 
-FORMATS = ("gavel", "philly", "yaml")
+FORMATS = ("gavel", "philly", "yaml", "pollux")
 _SUFFIXES = {".trace": "gavel", ".csv": "philly", ".yaml": "yaml", ".yml": "yaml"}
 MIN_ROUND_S, MAX_ROUND_S = 1.0, 1e7
 """A round's length: Gavel's is 360 s, the live scheduler's a few seconds. Each round a
@@ -62,6 +62,10 @@ class SimSettings:
     gavel_table: str | None = None
     """Gavel's throughput JSON to use for a Gavel trace given no ``throughputs`` (where
     the caller found the shared data; this module reads no path it was not given)."""
+    profiles: str | None = None
+    """A Pollux workload's ``profiles/`` directory (default: beside its folder)."""
+    elastic_rule: str = "profile"
+    """A Pollux job's elastic range: ``profile`` (docs/lyra.md) or ``doubling``."""
 
 
 @dataclass
@@ -102,25 +106,40 @@ def load_jobs(
     A job must fit in the training pool alone: loaned inference servers come and go.
     """
     from lyra_ray.model import scaling
-    from lyra_ray.model.throughput import catalogue_throughputs, load_gavel_throughputs
+    from lyra_ray.model.throughput import (
+        CatalogueThroughputs,
+        catalogue_throughputs,
+        load_gavel_throughputs,
+    )
     from lyra_ray.sim import traces
 
     fmt = trace_format(s)
     gpu_types = {n.gpu_type for n in [*nodes, *(inference or [])]}
     model: ThroughputModel
-    if fmt == "gavel" or s.throughputs:
+    table: CatalogueThroughputs | None = None
+    tables_dir = s.throughputs is not None and Path(s.throughputs).is_dir()
+    if tables_dir and fmt != "pollux":
+        raise InputError(
+            "--throughputs: a directory of ElasticFlow tables speeds up a --format pollux "
+            "workload; other formats take Gavel's throughput JSON"
+        )
+    if fmt == "pollux":
+        specs, model = _pollux_jobs(s)
+    elif fmt == "gavel" or s.throughputs:
         path = s.throughputs or s.gavel_table
         if path is None:
             raise InputError("--throughputs: a Gavel trace needs Gavel's throughput JSON")
-        model = load_gavel_throughputs(path)
+        table = load_gavel_throughputs(path)
         if fmt != "gavel":  # a profiled table for a job list: the catalogue's types stay
-            model = catalogue_throughputs().overlay(model)
+            table = catalogue_throughputs().overlay(table)
+        model = table
     else:
-        model = catalogue_throughputs()
-    job_types = model.job_types
+        model = table = catalogue_throughputs()
     capacity = _by_type(nodes)
-    if fmt == "gavel":
-        specs = traces.read_gavel_trace(s.trace, known_job_types=job_types)
+    if fmt == "pollux":
+        pass
+    elif fmt == "gavel":
+        specs = traces.read_gavel_trace(s.trace, known_job_types=table.job_types if table else ())
     elif fmt == "philly":
         specs = traces.read_philly_csv(
             s.trace, seed=s.seed, max_jobs=s.max_jobs, max_gpus=max(capacity.values())
@@ -129,7 +148,7 @@ def load_jobs(
         specs = traces.read_yaml_jobs(
             s.trace,
             known_gpu_types=gpu_types,
-            known_job_types=job_types,
+            known_job_types=table.job_types if table else (),
             known_curves=scaling.known_curves(),
         )
     if s.max_jobs is not None:
@@ -137,6 +156,31 @@ def load_jobs(
     for spec in specs:
         check_admissible(spec, capacity, model, f"{s.trace}: job {spec.name!r}")
     return specs, model
+
+
+def _pollux_jobs(s: SimSettings) -> tuple[list[JobSpec], ThroughputModel]:
+    """A Pollux/Sia workload: profiles beside it (or ``--profiles``), ElasticFlow's
+    tables if ``--throughputs`` names their directory (:mod:`lyra_ray.sim.profiled_jobs`)."""
+    from lyra_ray.sim.elasticflow import read_tables
+    from lyra_ray.sim.pollux import find_profiles
+    from lyra_ray.sim.profiled_jobs import profiled_jobs
+
+    profiles = s.profiles or find_profiles(s.trace)
+    if profiles is None:
+        raise InputError(
+            f"--profiles: no profiles/ directory beside {s.trace}; give the folder of the "
+            "applications' profiles"
+        )
+    if not Path(profiles).is_dir():
+        raise InputError(f"--profiles: {profiles} is not a directory")
+    if s.throughputs is not None and not Path(s.throughputs).is_dir():
+        raise InputError(
+            f"--throughputs: {s.throughputs}: a pollux workload takes a directory of "
+            "ElasticFlow tables (throughputs_<TYPE>/<model>.csv)"
+        )
+    tables = read_tables(s.throughputs) if s.throughputs else None
+    work = profiled_jobs(s.trace, profiles, tables, rule=s.elastic_rule)
+    return work.specs, work.model
 
 
 def _by_type(nodes: list[Node]) -> dict[str, int]:
@@ -160,15 +204,21 @@ def _serving_demand(
     """Demand in servers over time; the diurnal default spans the trace plus three days."""
     if not inference:
         return []
-    from lyra_ray.sim.serving import demand_series, diurnal, read_demand_csv
+    from lyra_ray.sim.serving import demand_series, diurnal, parse_demand_spec
 
     source = s.serving_demand or "diurnal"
     if source == "diurnal":
         horizon = max((j.arrival_s for j in specs), default=0.0) + 3 * 86_400.0
         points = diurnal(len(inference), horizon, seed=s.seed)
     else:
-        points = read_demand_csv(source)
+        points = parse_demand_spec(source)
         too_many = [p for p in points if p.servers > len(inference)]
+        if too_many and "@" in source:
+            raise InputError(
+                f"--serving-demand: at t={too_many[0].time_s:g} s the request rates need "
+                f"{too_many[0].servers} servers at the stated capacities, more than the "
+                f"{len(inference)} of --inference"
+            )
         if too_many:
             raise InputError(
                 f"{source}: field 'servers': {too_many[0].servers} at t={too_many[0].time_s} "
@@ -185,7 +235,7 @@ def _number(flag: str, v: float, lo: float, hi: float) -> None:
 
 def assemble(s: SimSettings) -> Workload:
     """Check every setting, read the trace, admit its jobs, build the simulator."""
-    from lyra_ray.model.restart_cost import RESTART_S
+    from lyra_ray.model.restart_cost import RESTART_S, RestartModel
     from lyra_ray.placement.placer import ConsolidatingPlacer
     from lyra_ray.policies.base import PolicyError, get_policy
     from lyra_ray.sim.simulator import Simulator
@@ -196,9 +246,12 @@ def assemble(s: SimSettings) -> Workload:
     window = parse_window(s.jct_window)
     _number("--round-seconds", s.round_seconds, MIN_ROUND_S, MAX_ROUND_S)
     overhead = s.resize_overhead
+    restarts = None
     if overhead is None:
         fmt = s.format or ("gavel" if str(s.trace).endswith(".trace") else "")
         overhead = 0.0 if fmt == "gavel" else RESTART_S
+        if fmt != "gavel":  # each job its own price (its checkpoint, its start-up)
+            restarts = RestartModel()
     _number("--resize-overhead", overhead, 0.0, MAX_RESTART_S)
     if s.max_jobs is not None and s.max_jobs < 0:
         raise InputError(f"--max-jobs: must be >= 0, got {s.max_jobs}")
@@ -244,6 +297,7 @@ def assemble(s: SimSettings) -> Workload:
         placer=placer,
         network=network,
         backfill=s.backfill,
+        restart_model=restarts,
     )
     meta = {
         "trace": str(s.trace),
@@ -252,12 +306,14 @@ def assemble(s: SimSettings) -> Workload:
         "gpus_per_node": s.gpus_per_node,
         "round_s": s.round_seconds,
         "seed": s.seed,
-        "resize_overhead_s": overhead,
+        "resize_overhead_s": "per job (restart model)" if restarts is not None else overhead,
         "jct_window": s.jct_window,
         "inference": s.inference,
         "serving_demand": s.serving_demand,
         "network": s.network,
         "placer": s.placer,
         "teams": s.teams,
+        "profiles": s.profiles,
+        "elastic_rule": s.elastic_rule,
     }
     return Workload(sim, specs, window, meta)

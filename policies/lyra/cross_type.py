@@ -11,7 +11,7 @@ server does not pay; then nothing is added.
 Per type with idle GPUs, a multiple-choice knapsack (:mod:`lyra_ray.policies.lyra.mckp`): one
 group per elastic job with room below its maximum, item ``k`` = k workers of that type,
 value = the seconds they take off the job's remaining running time. Each change of a
-job's workers costs it a checkpoint and restart (``resize_cost_s``), so an item that
+job's workers costs it a checkpoint and restart (its price by the restart model), so an item that
 changes what the job holds now is worth that much less, and keeping what it holds is
 worth that much more than dropping it: flexible workers do not churn for a few seconds'
 gain, and a knapsack that finds nothing better leaves them where they are.
@@ -19,7 +19,7 @@ gain, and a knapsack that finds nothing better leaves them where they are.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 from lyra_ray.model import ClusterSnapshot, GpuType, JobId, JobView
@@ -59,9 +59,10 @@ def add_extras(
     snap: ClusterSnapshot,
     candidates: Sequence[Candidate],
     free: dict[GpuType, int],
-    resize_cost_s: float,
+    price: Callable[[JobView], float],
 ) -> dict[JobId, Parts]:
-    """Flexible workers on other types for ``candidates`` (``free`` is reduced)."""
+    """Flexible workers on other types for ``candidates`` (``free`` is reduced);
+    ``price``: what one restart costs a job (:mod:`lyra_ray.model.restart_cost`)."""
     model = snap.throughput_model
     extras: dict[JobId, dict[GpuType, int]] = {}
     for t in sorted(g for g, n in free.items() if n > 0):
@@ -81,7 +82,7 @@ def add_extras(
                 continue
             rem = c.job.remaining_steps
             now_k = current_extra(c.job, t)
-            switch = 0.0 if _restarts_anyway(c) else resize_cost_s
+            switch = 0.0 if _restarts_anyway(c) else price(c.job)
             # Value relative to "take nothing": dropping held workers costs a restart too.
             base = -switch if now_k else 0.0
             items: list[mckp.Item] = []

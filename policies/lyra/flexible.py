@@ -14,6 +14,13 @@ The objective is the sum of the jobs' completion times (mean JCT). Two steps:
    job grows into GPUs others free, as in the best fill). The MCKP's answer replaces the
    fill only if the projection says it lowers the total — which it does for sub-linear
    or non-concave measured curves, where splitting GPUs beats a strict priority.
+
+Every candidate is charged its restarts: a running job given another size than it runs
+at restarts (checkpoint, stop, relaunch: :mod:`lyra_ray.model.restart_cost`), which
+moves its completion later by its restart price (``FluidJob.restart_s``). So the fill,
+the knapsack's items and the final comparison all count them, and keeping every job at
+its current size (no restart at all) is itself a candidate: a job with a large
+checkpoint is resized only for a gain above its price.
 """
 
 from __future__ import annotations
@@ -77,6 +84,21 @@ def best_order(
     return tuple(order)
 
 
+def restart_penalty(jobs: Sequence[FluidJob], alloc: Sequence[int]) -> float:
+    """Seconds of completion the restarts of ``alloc`` add (each resized running job)."""
+    return sum(j.restart_penalty(x) for j, x in zip(jobs, alloc, strict=True))
+
+
+def _cost(
+    jobs: Sequence[FluidJob],
+    alloc: Sequence[int],
+    capacity: int,
+    order: Sequence[int],
+    releases: Releases,
+) -> float:
+    return project(jobs, alloc, capacity, order, releases).total + restart_penalty(jobs, alloc)
+
+
 def knapsack_values(
     jobs: Sequence[FluidJob],
     ref_alloc: Sequence[int],
@@ -84,14 +106,15 @@ def knapsack_values(
     order: Sequence[int],
     releases: Releases = (),
 ) -> list[list[mckp.Item]]:
-    """MCKP groups: per job, items (k, JCT reduction of k extra workers vs. none)."""
+    """MCKP groups: per job, items (k, JCT reduction of k extra workers vs. none, less
+    the restart the change costs and plus the one it spares)."""
     ref = project(jobs, ref_alloc, capacity, order, releases)
     groups: list[list[mckp.Item]] = []
     for i, job in enumerate(jobs):
-        base = own_finish(job, i, 0, ref)
+        base = own_finish(job, i, 0, ref) + job.restart_penalty(job.min_workers)
         items: list[mckp.Item] = []
         for k in range(1, job.max_workers - job.min_workers + 1):
-            gain = base - own_finish(job, i, k, ref)
+            gain = base - own_finish(job, i, k, ref) - job.restart_penalty(job.min_workers + k)
             if gain > 0:
                 items.append((k, gain))
         groups.append(items)
@@ -110,7 +133,14 @@ def share_spare(
         return ()
     order = best_order(jobs, capacity, search_limit, releases)
     best = priority_fill(jobs, [True] * len(jobs), capacity, order)
-    best_cost = project(jobs, best, capacity, order, releases).total
+    best_cost = _cost(jobs, best, capacity, order, releases)
+    keep = tuple(
+        j.current if j.min_workers <= j.current <= j.max_workers else j.min_workers for j in jobs
+    )
+    if keep != best and sum(keep) <= capacity:
+        c = _cost(jobs, keep, capacity, order, releases)
+        if c < best_cost - _IMPROVE * max(1.0, best_cost):
+            best, best_cost = keep, c
     spare = capacity - sum(j.min_workers for j in jobs)
     for _ in range(rounds):
         groups = knapsack_values(jobs, best, capacity, order, releases)
@@ -119,7 +149,7 @@ def share_spare(
             j.min_workers + (0 if c is None else groups[i][c][0])
             for i, (j, c) in enumerate(zip(jobs, sol.choice, strict=True))
         )
-        cost = project(jobs, cand, capacity, order, releases).total
+        cost = _cost(jobs, cand, capacity, order, releases)
         if cost >= best_cost - _IMPROVE * max(1.0, best_cost):
             break
         best, best_cost = cand, cost

@@ -10,10 +10,11 @@ preemption. ``reclaim="knapsack"`` uses Lyra's dependent-value greedy
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Literal
 
-from lyra_ray.model import ClusterSnapshot, JobId, NodeId
+from lyra_ray.model import ClusterSnapshot, JobId, JobView, NodeId
 from lyra_ray.placement.reclaim import JobFootprint, ReclaimPlan, naive_reclaim, plan_reclaim
 
 ReclaimMode = Literal["knapsack", "naive"]
@@ -70,13 +71,15 @@ def decide_loans(
     reclaim: ReclaimMode = "knapsack",
     reserve: int = 0,
     held_demand: int | None = None,
+    price: Callable[[JobView], float] | None = None,
 ) -> LoanDecision:
     """Lend what serving does not need; reclaim (by ``reclaim``) what it needs back.
 
     ``reserve`` idle servers stay with serving (hysteresis): demand noise of a server or
     two then does not reclaim a server, preempting its jobs, only to lend it again.
     ``held_demand`` (:class:`DemandMemory`), if given, is the demand lending must leave
-    room for; reclaiming follows the demand of now.
+    room for; reclaiming follows the demand of now. ``price`` (a job's restart, in
+    seconds) weighs the knapsack's server values (:func:`plan_reclaim`).
     """
     inference = sorted(n.id for n in snap.nodes if n.pool == "inference")
     lent = [n for n in inference if n in snap.lent_nodes]
@@ -97,7 +100,12 @@ def decide_loans(
             if any(n in f.gpus_on for n in picked):
                 caps[f.job_id] = 0  # Basic preempts every job on a reclaimed server
         return LoanDecision(lend=frozenset(lent) - set(picked), reclaimed=picked, workers_cap=caps)
-    plan = plan_reclaim(lent, footprints(snap), need)
+    feet = footprints(snap)
+    prices = None
+    if price is not None:
+        by_id = {j.id: j for j in snap.active_jobs}
+        prices = {f.job_id: price(by_id[f.job_id]) for f in feet}
+    plan = plan_reclaim(lent, feet, need, prices)
     return LoanDecision(
         lend=frozenset(lent) - set(plan.order),
         reclaimed=plan.order,

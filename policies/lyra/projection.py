@@ -31,6 +31,16 @@ class FluidJob:
     max_workers: int
     rates: tuple[float, ...]
     """``rates[w]`` = steps/s with ``w`` workers, for ``w`` in ``0..max_workers``."""
+    current: int = 0
+    """Workers it runs with now on these GPUs (0: not running here, or restarting in any
+    case): any other size costs it a restart."""
+    restart_s: float = 0.0
+    """What one restart costs it (:mod:`lyra_ray.model.restart_cost`): its completion
+    moves that much later when it is resized."""
+
+    def restart_penalty(self, workers: int) -> float:
+        """Seconds a size of ``workers`` adds to its completion by restarting it."""
+        return self.restart_s if 0 < self.current != workers else 0.0
 
 
 @dataclass(frozen=True, slots=True)

@@ -34,11 +34,11 @@ from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar
 
 from lyra_ray.model import Allocation, ClusterSnapshot, GpuType, JobId, JobView, NodeId
-from lyra_ray.model.restart_cost import RESTART_S
 from lyra_ray.policies.base import PolicyBase, register
 from lyra_ray.policies.lyra.cross_type import Candidate, add_extras, flexible_only
 from lyra_ray.policies.lyra.flexible import greedy_spare, share_spare
 from lyra_ray.policies.lyra.loaning import DemandMemory, LoanDecision, ReclaimMode, decide_loans
+from lyra_ray.policies.lyra.moves import move_to_faster
 from lyra_ray.policies.lyra.projection import FluidJob
 
 
@@ -63,10 +63,11 @@ class LyraPolicy(PolicyBase):
         search_limit: int = 5,
         rigid_on_loan: bool = True,
         loan_max_remaining_s: float | None = 4 * 3600.0,
-        reserve_fraction: float = 0.1,
+        reserve_fraction: float = 0.0,
         mixed_types: bool = True,
-        resize_cost_s: float = RESTART_S,
-        lend_after_s: float | None = None,
+        resize_cost_s: float | None = None,
+        lend_after_s: float | None = 600.0,
+        move_gain_s: float | None = 3600.0,
     ) -> None:
         self.loaning = loaning
         self.elastic = elastic
@@ -80,8 +81,16 @@ class LyraPolicy(PolicyBase):
         """Phase 3: flexible workers on GPUs of another type
         (:mod:`lyra_ray.policies.lyra.cross_type`)."""
         self.resize_cost_s = resize_cost_s
-        """What one checkpoint-restart costs a job, against which phase 3 weighs a change:
-        by default the measured restart model (:mod:`lyra_ray.model.restart_cost`)."""
+        """What one checkpoint-restart costs a job, against which phases 2 and 3 weigh a
+        change: ``None`` (default) prices each job by the snapshot's restart model (its
+        checkpoint, start-up and own measured restarts:
+        :mod:`lyra_ray.model.restart_cost`); a number charges every job that much (the
+        former flat price, for comparison)."""
+        self.move_gain_s = move_gain_s
+        """After phase 1 has placed every job it can, a running job moves to a faster
+        type whose GPUs no job took when that takes at least this many seconds (its
+        restart included) off its completion (:mod:`lyra_ray.policies.lyra.moves`);
+        ``None``: running jobs stay on their type."""
         self.memory = DemandMemory(lend_after_s) if lend_after_s is not None else None
         """Lend only what serving has not needed for ``lend_after_s`` (policy state)."""
         self._remaining: dict[JobId, tuple[JobView, float]] = {}
@@ -102,6 +111,12 @@ class LyraPolicy(PolicyBase):
         self.memory.points = [(float(t), int(d)) for t, d in state.get("demand", [])]
 
     # ------------------------------------------------------------------ helpers
+    def _price(self, snap: ClusterSnapshot, job: JobView) -> float:
+        """Seconds one restart costs ``job`` (see :attr:`resize_cost_s`)."""
+        if self.resize_cost_s is not None:
+            return self.resize_cost_s
+        return snap.restart_model.price(job.id, job.spec)
+
     def _reserve(self, snap: ClusterSnapshot) -> int:
         pool = sum(1 for n in snap.nodes if n.pool == "inference")
         return math.ceil(self.reserve_fraction * pool - 1e-9)
@@ -187,7 +202,9 @@ class LyraPolicy(PolicyBase):
     def allocate(self, snap: ClusterSnapshot) -> Allocation:
         held = None if self.memory is None else self.memory.held(snap.now, snap.serving_demand)
         loan = (
-            decide_loans(snap, self.reclaim, self._reserve(snap), held)
+            decide_loans(
+                snap, self.reclaim, self._reserve(snap), held, lambda j: self._price(snap, j)
+            )
             if self.loaning
             else LoanDecision(frozenset())
         )
@@ -224,18 +241,21 @@ class LyraPolicy(PolicyBase):
         chosen: dict[JobId, tuple[GpuType, int, int]] = {}  # job -> (type, workers, upper)
         waiting: dict[JobId, tuple[str, str]] = {}
         most_free = max(free.values(), default=0)
-        for job in jobs:
+
+        def admit(job: JobView) -> None:
+            """Phase 1 for one job: its base on the first type of its order with room."""
+            nonlocal most_free
             limit = loan.workers_cap.get(job.id, job.spec.max_workers)
             if job.id in evicted:
                 if self.reclaim == "naive":
-                    continue
+                    return
                 limit = job.spec.max_workers
             base = job.spec.min_workers if self.elastic else requested_workers(job)
             if base > most_free or job.remaining_steps <= 0:
                 # No type has ``base`` GPUs free: neither a placement nor a loan rule
                 # applies (both need one). With 10,000 queued jobs on a full cluster this
                 # skips the per-type ordering of nearly every job.
-                continue
+                return
             order = self._type_order(snap, job, lent_types, all_types, gone, remaining[job.id])
             for t in order:
                 if free.get(t, 0) >= base and snap.throughput(job, t, base) > 0:
@@ -246,13 +266,23 @@ class LyraPolicy(PolicyBase):
                     # million knapsack items every decision
                     upper = min(limit, job.spec.max_workers, gpus) if self.elastic else base
                     chosen[job.id] = (t, base, upper)
-                    break
-            else:
-                if job.current is None and any(
-                    t not in order and free.get(t, 0) >= base and snap.throughput(job, t, base) > 0
-                    for t in lent_types
-                ):
-                    waiting[job.id] = self._loan_rule(snap, job, remaining[job.id])
+                    return
+            if job.current is None and any(
+                t not in order and free.get(t, 0) >= base and snap.throughput(job, t, base) > 0
+                for t in lent_types
+            ):
+                waiting[job.id] = self._loan_rule(snap, job, remaining[job.id])
+
+        for job in jobs:
+            admit(job)
+        if self.move_gain_s is not None and move_to_faster(
+            snap, chosen, free, self.move_gain_s, lambda j: self._price(snap, j)
+        ):
+            # GPUs the moved jobs left: any queued job that fits there now starts.
+            most_free = max(free.values(), default=0)
+            for job in jobs:
+                if job.current is None and job.id not in chosen:
+                    admit(job)
 
         # Phase 2: flexible demand per GPU type.
         workers = {j: (t, w) for j, (t, w, _) in chosen.items()}
@@ -268,7 +298,7 @@ class LyraPolicy(PolicyBase):
                     for j in on_t
                     if chosen[j][2] <= chosen[j][1]
                 ]
-                fluid = [self._fluid(snap, by_id[j], t, chosen[j]) for j in ids]
+                fluid = [self._fluid(snap, by_id[j], t, chosen[j], gone) for j in ids]
                 total = sum(f.min_workers for f in fluid) + free[t]
                 sizes = self._share(fluid, total, releases)
                 for j, w in zip(ids, sizes, strict=True):
@@ -282,7 +312,7 @@ class LyraPolicy(PolicyBase):
                 for j, (t, w) in workers.items()
                 if chosen[j][2] > w
             ]
-            extra = add_extras(snap, cands, free, self.resize_cost_s)
+            extra = add_extras(snap, cands, free, lambda j: self._price(snap, j))
             for j, parts in extra.items():
                 t, w = workers[j]
                 workers[j] = (t, w + sum(k for _, k in parts))
@@ -325,13 +355,24 @@ class LyraPolicy(PolicyBase):
         rate = snap.throughput(job, t, workers)
         return (job.remaining_steps / rate if rate > 0 else float("inf"), workers)
 
-    @staticmethod
     def _fluid(
-        snap: ClusterSnapshot, job: JobView, t: GpuType, pick: tuple[GpuType, int, int]
+        self,
+        snap: ClusterSnapshot,
+        job: JobView,
+        t: GpuType,
+        pick: tuple[GpuType, int, int],
+        gone: frozenset[NodeId],
     ) -> FluidJob:
+        """The job as phase 2 projects it; its current size where a change would restart
+        it (running on ``t`` alone, none of its servers reclaimed), priced."""
         _, base, upper = pick
         rates = (0.0, *(snap.throughput(job, t, w) for w in range(1, upper + 1)))
-        return FluidJob(job.remaining_steps, base, upper, rates)
+        cur, now = job.current, 0
+        here = cur is not None and not cur.extra and cur.gpu_type == t
+        if cur is not None and here and not any(n in gone for n, _ in cur.nodes):
+            now = cur.workers
+        price = self._price(snap, job) if now else 0.0
+        return FluidJob(job.remaining_steps, base, upper, rates, now, price)
 
     def _preferences(
         self,
@@ -382,6 +423,8 @@ class BasicPolicy(LyraPolicy):
             loan_max_remaining_s=None,
             reserve_fraction=0.0,
             mixed_types=False,
+            lend_after_s=None,
+            move_gain_s=None,
         )
 
 
@@ -392,7 +435,7 @@ class BaselinePolicy(LyraPolicy):
     name: ClassVar[str] = "lyra-baseline"
 
     def __init__(self, **kw: object) -> None:
-        super().__init__(loaning=False, elastic=False)
+        super().__init__(loaning=False, elastic=False, lend_after_s=None, move_gain_s=None)
 
 
 register(LyraPolicy)

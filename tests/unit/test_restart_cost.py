@@ -9,7 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from lyra_ray.model.restart_cost import H200_COLD_START_S, MEASURED, RESTART_S
+from lyra_ray.model import JobSpec
+from lyra_ray.model.restart_cost import H200_COLD_START_S, MEASURED, RESTART_S, RestartModel
 from lyra_ray.policies.lyra.two_phase import LyraPolicy
 from lyra_ray.runtime.restart_phases import PHASES
 
@@ -35,7 +36,9 @@ def test_one_number_for_the_policy_and_the_simulator() -> None:
         round(MEASURED.stop_signal_s + MEASURED.checkpoint_s + MEASURED.relaunch_s + worker, 1)
         == RESTART_S
     )
-    assert LyraPolicy().resize_cost_s == RESTART_S
+    assert LyraPolicy().resize_cost_s is None  # priced per job by the restart model:
+    plain = JobSpec("j", 1.0, throughput={"v100": 1.0})
+    assert round(RestartModel().price("j", plain), 1) == RESTART_S
     from lyra_ray.cli.main import build_parser
 
     args = build_parser().parse_args(["simulate", "--trace", "x.yaml"])
