@@ -263,28 +263,13 @@ def sim_speed_interpreters(d: dict[str, Any]) -> str:
     return "\n".join(out)
 
 
-GUARD_LABELS = {
-    "basic": "Basic",
-    "lyra": "Lyra as evaluated (`lend_after_s=1800`, 4-h rule)",
-    "lend_after_600": "`lend_after_s=600`",
-    "no_4h_rule": "no 4-h rule",
-    "no_guard": "no guard at all",
-}
-
-
-def lyra_guards(d: dict[str, Any]) -> str:
-    """docs/lyra.md's guards table (``benchmarks/lyra_guards.py``), indented: it sits in a
-    list item. Per variant and window: mean queuing s / mean JCT s / preempted."""
-    runs = d["runs"]
-    windows = sorted({int(k.split("/")[0]) for k in runs})
-    rows = ["| | " + " | ".join(str(w) for w in windows) + " |", "|---|" + "---|" * len(windows)]
-    for name in d["variants"]:
-        cells = []
-        for w in windows:
-            r = runs[f"{w}/{name}"]
-            cells.append(
-                f"{r['avg_queue_s']:,.0f} / {r['avg_jct_s']:,.0f} / "
-                f"{100 * r['preemption_ratio']:.1f} %"
-            )
-        rows.append(f"| {GUARD_LABELS.get(name, name)} | " + " | ".join(cells) + " |")
-    return "\n".join("  " + r for r in rows)
+def checkpoint_io(d: dict[str, Any]) -> str:
+    """docs/runtime.md's checkpoint costs per GB (``benchmarks/checkpoint_io.py``)."""
+    sizes = sorted({r["bytes"] for r in d["runs"]})
+    mb = ", ".join(f"{b / 1e6:.0f}" for b in sizes)
+    return (
+        f"`.venv/bin/python {d['command'].strip()}`: {len(d['runs'])} runs at {mb} MB on this "
+        f"host; least squares: writing and persisting a checkpoint "
+        f"**{d['save']['s_per_gb']:.2f} s/GB**, reading it back "
+        f"**{d['restore']['s_per_gb']:.2f} s/GB**."
+    )

@@ -103,13 +103,13 @@ TABLES: tuple[Table, ...] = (
     Table(
         "lyra-eval-summary",
         "docs/lyra.md",
-        "benchmarks/results/lyra_eval_philly.json",
+        "benchmarks/results/lyra_eval.json",
         "benchmarks._lyra_report:summary_table",
     ),
     Table(
         "lyra-eval-goals",
         "docs/lyra.md",
-        "benchmarks/results/lyra_eval_philly.json",
+        "benchmarks/results/lyra_eval.json",
         "benchmarks._lyra_report:goals_table",
     ),
     Table(
@@ -191,10 +191,28 @@ TABLES: tuple[Table, ...] = (
         "benchmarks._network_report:wall_ratio_table",
     ),
     Table(
-        "lyra-guards",
+        "lyra-ablation",
         "docs/lyra.md",
-        "benchmarks/results/lyra_guards.json",
-        "benchmarks._docs_renders:lyra_guards",
+        "benchmarks/results/lyra_ablation.json",
+        "benchmarks._lyra_report:ablation_table",
+    ),
+    Table(
+        "lyra-sensitivity",
+        "docs/lyra.md",
+        "benchmarks/results/lyra_ablation.json",
+        "benchmarks._lyra_report:sensitivity_table",
+    ),
+    Table(
+        "lyra-noise",
+        "docs/lyra.md",
+        "benchmarks/results/lyra_ablation.json",
+        "benchmarks._lyra_report:noise_line",
+    ),
+    Table(
+        "checkpoint-io",
+        "docs/runtime.md",
+        "benchmarks/results/checkpoint_io.json",
+        "benchmarks._docs_renders:checkpoint_io",
     ),
     Table(
         "policy-solve",
@@ -275,10 +293,28 @@ TABLES: tuple[Table, ...] = (
         "benchmarks._docs_renders:live_loaning",
     ),
     Table(
-        "lyra-side-runs",
+        "lyra-eval-runs",
         "docs/lyra.md",
-        "benchmarks/results/lyra_side_runs.json",
+        "benchmarks/results/lyra_eval.json",
         "benchmarks._lyra_report:pairs_table",
+    ),
+    Table(
+        "lyra-eval-workloads",
+        "docs/lyra.md",
+        "benchmarks/results/lyra_eval.json",
+        "benchmarks._lyra_report:workloads_table",
+    ),
+    Table(
+        "lyra-philly-summary",
+        "docs/lyra.md",
+        "benchmarks/results/lyra_eval_philly.json",
+        "benchmarks._lyra_report:summary_table",
+    ),
+    Table(
+        "lyra-philly-goals",
+        "docs/lyra.md",
+        "benchmarks/results/lyra_eval_philly.json",
+        "benchmarks._lyra_report:goals_table",
     ),
     Table(
         "loaning-2026-11-23",

@@ -4,7 +4,7 @@ Three suites, one harness (the workloads: ``benchmarks/_lyra_workloads.py``):
 
 * default: every Pollux workload (160 multi-GPU jobs each, Pollux's own work, speeds on
   A100 and T4 from ElasticFlow's tables and Pollux's profiles, ranges from the
-  profiles) on 48 A100s beside 32 T4 servers serving two ServeGen models' days; seeds
+  profiles) on 32 A100s beside eight T4 servers serving two ServeGen models' days; seeds
   0, 1, 2 pick the day and the hour. Writes ``benchmarks/results/lyra_eval.json``;
 * ``--philly``: the former evaluation, 7 Philly windows x seeds 0, 1 (docs/lyra.md),
   ``benchmarks/results/lyra_eval_philly.json``;
@@ -107,6 +107,9 @@ def run(name: str, case: W.Case, scenarios: dict[str, Any] | None = None) -> dic
     )
     t0 = time.perf_counter()
     res = sim.run(case.specs)
+    if res.summary["completed_jobs"] < len(case.specs):
+        log.warning("%s %s: %d of %d jobs never completed", case.key, name,
+                    len(case.specs) - res.summary["completed_jobs"], len(case.specs))  # fmt: skip
     out: dict[str, Any] = {k: res.summary.get(k) for k in KEYS}
     out["policy"], out["policy_args"] = policy, kwargs
     out["restarts"] = "free" if ideal else "restart model"
@@ -173,6 +176,19 @@ def parser() -> argparse.ArgumentParser:
     return ap
 
 
+def write(report: dict[str, Any], args: argparse.Namespace) -> None:
+    """Store the runs so far, with the settings and the summary recomputed."""
+    skip = ("out", "report", "scenarios", "extra")
+    report["settings"] = {k: v for k, v in vars(args).items() if k not in skip and v is not None}
+    report["command"] = "benchmarks/lyra_eval.py " + " ".join(sys.argv[1:])
+    report["goal"] = {"jct_x": 1.5, "preemption_ratio_max": 0.05, "vs_basic": "<= (1 % tie)"}
+    report["summary"] = summarise(report["runs"])
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    tmp = args.out.with_suffix(".tmp")
+    tmp.write_text(json.dumps(report, indent=1, sort_keys=True) + "\n")
+    tmp.replace(args.out)
+
+
 def main() -> int:
     args = parser().parse_args()
     from lyra_ray.model.elastic_range import DEFAULT_FRACTION
@@ -199,19 +215,14 @@ def main() -> int:
             print(f"skipped: {W.shared_data()} not found (set LYRA_SHARED_DATA)")
             return 0
         names = [s for s in (*args.scenarios.split(","), *args.extra.split(",")) if s in SCENARIOS]
-        for case in cases(args):
+        todo = cases(args)
+        for i, case in enumerate(todo, 1):
             runs = report["runs"].setdefault(case.key, {})
             runs.update({"held_out": case.held_out, "workload": case.meta})
             runs.setdefault("scenarios", {}).update({s: run(s, case) for s in names})
-        skip = ("out", "report", "scenarios", "extra")
-        report["settings"] = {
-            k: v for k, v in vars(args).items() if k not in skip and v is not None
-        }
-        report["command"] = "benchmarks/lyra_eval.py " + " ".join(sys.argv[1:])
-        report["goal"] = {"jct_x": 1.5, "preemption_ratio_max": 0.05, "vs_basic": "<= (1 % tie)"}
-        report["summary"] = summarise(report["runs"])
-        args.out.parent.mkdir(parents=True, exist_ok=True)
-        args.out.write_text(json.dumps(report, indent=1, sort_keys=True) + "\n")
+            # Written after every run, so a long campaign stopped part-way keeps what it did.
+            write(report, args)
+            log.info("%d of %d runs done (%s)", i, len(todo), case.key)
         print(f"wrote {args.out}")
     print(tables(report))
     return 0

@@ -27,7 +27,11 @@ def _curves_path() -> Path | None:
     throughputs): found wherever lyra is installed, whatever the working directory.
     Until it moved here it was looked up as ``policies/lyra/curves.json`` through the
     import system, which found it only when run from the repository."""
-    p = Path(__file__).parent / "data" / CURVES_FILE
+    # The package's directory, not this file's: the simulator runs this module compiled
+    # from build/native/ (lyra_ray/native.py), where no data/ lies beside it.
+    import lyra_ray.model
+
+    p = Path(lyra_ray.model.__file__).parent / "data" / CURVES_FILE
     return p if p.is_file() else None
 
 

@@ -7,9 +7,10 @@ Each step:
    reclaim only scales jobs in; jobs a reclaim leaves below their minimum are treated as
    queued at once — they restart elsewhere if GPUs are free, else they are preempted.
    Two guards against demand noise (a server lent, filled, and reclaimed minutes later
-   preempts what runs there): a reserve of idle servers (``reserve_fraction`` of the
-   pool) or, measured better on Philly windows (docs/lyra.md), ``lend_after_s``: a
-   server is lent only once serving has not needed it for that long.
+   preempts what runs there): ``lend_after_s`` (the default, 10 min): a server is lent
+   only once serving has not needed it for that long; and a reserve of idle servers
+   (``reserve_fraction`` of the pool, off by default: it made Lyra queue more than
+   Basic; the ablation in docs/lyra.md).
 1. *Base demand*: every job's minimum, shortest job first — running jobs first so that
    an arrival never preempts a running job, only takes back its flexible workers. This
    minimises queuing: a job waits only if its minimum does not fit.

@@ -53,6 +53,14 @@ CASES: dict[str, list[str]] = {
         *("--policy", "fifo_nonpreemptive"),
     ],
     "example-lyra-loans": [*EXAMPLE_LYRA, "--cluster", "v100=4,k80=8", "--inference", "t4=8"],
+    "pollux-lyra-rates": [  # measured curves, per-job restart prices, moves, rate series
+        *("--format", "pollux", "--trace", str(SHARED / "pollux/workloads/workload-3.csv")),
+        *("--throughputs", str(SHARED / "elasticflow"), "--policy", "lyra"),
+        *("--cluster", "a100=4x8", "--inference", "t4=8x4"),
+        "--serving-demand",
+        f"{SHARED / 'servegen/language-m-large.csv'}@160,"
+        f"{SHARED / 'servegen/language-m-mid.csv'}@1000",
+    ],
     "example-lyra-network-ring": [
         *EXAMPLE_LYRA,
         *("--cluster", "v100=8,k80=8", "--gpus-per-node", "2"),

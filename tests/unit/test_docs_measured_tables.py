@@ -30,6 +30,10 @@ NOT_MEASURED: dict[tuple[str, str], str] = {
         "which Gavel policy exists here; numbers are issue numbers and pruning sizes"
     ),
     ("docs/lyra.md", "| piece | file |"): "where each piece of the policy lives",
+    ("docs/lyra.md", "| application | A100 | T4 |"): (
+        "which data each application's speed on each GPU type comes from (GPU names)"
+    ),
+    ("docs/cli.md", "| flag | takes |"): "what each flag of lyra simulate reads",
     ("docs/moe.md", "| module | what | Ray? |"): "what each module does",
     ("docs/observability.md", "| metric | kind | labels | meaning |"): (
         "the exported metrics; numbers are the meaning of a value (0: none waits)"

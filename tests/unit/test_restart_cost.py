@@ -43,3 +43,11 @@ def test_one_number_for_the_policy_and_the_simulator() -> None:
 
     args = build_parser().parse_args(["simulate", "--trace", "x.yaml"])
     assert args.resize_overhead is None  # resolved to RESTART_S, 0 for Gavel traces
+
+
+def test_the_checkpoint_costs_are_the_benchmarks_fit() -> None:
+    from lyra_ray.model.restart_cost import RESTORE_S_PER_GB, SAVE_S_PER_GB
+
+    fit = json.loads((ROOT / "benchmarks/results/checkpoint_io.json").read_text())
+    assert fit["save"]["s_per_gb"] == SAVE_S_PER_GB
+    assert fit["restore"]["s_per_gb"] == RESTORE_S_PER_GB
