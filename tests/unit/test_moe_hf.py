@@ -224,3 +224,41 @@ def test_the_ingress_serves_the_models_own_forward(monkeypatch, borrow: int) -> 
     assert plan["model"]["class"] == "MixtralForCausalLM" and plan["model"]["expert_time"] == "host"
     assert plan["model"]["calibration_error"] < 0.03
     ing._threads.shutdown()
+
+
+def test_the_ingress_plans_for_the_batch_sizes_it_has_seen(monkeypatch) -> None:
+    """Phase 1's re-plans (deploy, lend, reclaim) follow the service's own histogram: after
+    decode-sized requests every expert keeps one replica (an extra one only adds a call's
+    floor on an H200), after prefill-sized ones the popular experts get more; predicted
+    no slower than uniform either way."""
+    pytest.importorskip("ray")
+    import ray
+
+    from lyra_ray.moe_serving.planner import regime_step_times
+    from lyra_ray.serving.moe_app import MoEServiceIngress
+    from lyra_ray.serving.moe_device import MoEDevice
+    from lyra_ray.serving.moe_plan import devices_of, plan_devices
+
+    monkeypatch.setattr(ray, "put", _Ref)
+    cls = MoEServiceIngress.func_or_class  # type: ignore[attr-defined]
+    config = {"experts": 4, "slots": 3, "skew": 1.5, "emulate": 1}
+    ing = cls("moe", {**config, "cost_dim": 4096, "cost_hidden": 14336})
+    devices = devices_of({"a": 2, "b": 2})
+    plain = MoEDevice.func_or_class  # type: ignore[attr-defined]
+    devs = {(d.node, d.index): plain(d.node, d.index, None, None, None) for d in devices}
+    ing._handle = lambda d: _Handle(devs[(d.node, d.index)])
+    ing.servers = {"a": ("app-a", 2), "b": ("app-b", 2)}
+    counts = {}
+    for name, tokens in (("decode", 8.0), ("prefill", 16384.0)):
+        for _ in range(2000):  # the histogram forgets the other regime
+            ing.batches.observe(tokens)
+        asyncio.run(ing._replan(name))
+        counts[name] = ing.table.counts
+        regime = ing.batches.regime()
+        uniform = plan_devices(np.ones_like(ing.estimate), 4, 3)
+        t = regime_step_times(ing.table.placement, regime, ing.cost, ing.estimate).sum()
+        assert t <= regime_step_times(uniform, regime, ing.cost, ing.estimate).sum() * (1 + 1e-9)
+    assert (counts["decode"] == 1).all(), counts
+    assert counts["prefill"].max() > 1 and counts["prefill"].sum(1).max() > 4, counts
+    assert ing.plan()["model"]["expert_time"] == "h200"
+    ing._threads.shutdown()
