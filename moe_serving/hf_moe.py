@@ -138,7 +138,7 @@ def build_config(spec: ArchSpec) -> Any:
         ) from None
 
 
-def local_experts(layer: int, experts: Any, hidden: Any, idx: Any, weights: Any) -> Any:
+def local_experts(slices: list[ExpertSlice], hidden: Any, idx: Any, weights: Any) -> Any:
     """The routed experts in-process, one slice at a time, as the devices run them."""
     import torch
 
@@ -148,7 +148,7 @@ def local_experts(layer: int, experts: Any, hidden: Any, idx: Any, weights: Any)
     w = weights.detach().float().numpy()
     for e in np.unique(k_idx):
         rows, slot = np.nonzero(k_idx == e)
-        y = swiglu(x[rows], slice_of(experts, int(e)))
+        y = swiglu(x[rows], slices[int(e)])
         np.add.at(out, rows, y * w[rows, slot][:, None])
     return torch.from_numpy(out).to(hidden.dtype)
 
@@ -200,12 +200,17 @@ class HFMoE:
         self._cluster_embeddings(spec)
         self._scale_routers(spec)
         self.biases = [_RouterBias.attach(b.gate, self.experts) for b in self.blocks]
+        self.slices = [
+            [slice_of(ex, e) for e in range(self.experts)] for ex in self.experts_modules
+        ]
+        """Every expert's slice, as numpy: what the devices are given, and what the
+        in-process path computes with (the weights never change after the build)."""
         for layer, block in enumerate(self.blocks):
-            block.experts = _ExpertsHook(layer, block.experts)
+            block.experts = _ExpertsHook(layer, block.experts, self.slices[layer])
 
     # ---------------------------------------------------------------- structure
     def expert_slice(self, layer: int, e: int) -> ExpertSlice:
-        return slice_of(self.experts_modules[layer], e)
+        return self.slices[layer][e]
 
     def _cluster_embeddings(self, spec: ArchSpec) -> None:
         """Token embeddings around one centre per topic (``vocab / topics`` consecutive ids
@@ -246,7 +251,7 @@ class HFMoE:
             routes.append(idx)
             if fn is not None:
                 return fn(layer, hidden, idx, w)
-            return local_experts(layer, self.experts_modules[layer], hidden, idx, w)
+            return local_experts(self.slices[layer], hidden, idx, w)
 
         token = EXPERTS.set(record)
         try:
@@ -377,14 +382,14 @@ class _ExpertsHook(nn.Module):
     function of the running context (``EXPERTS``), in-process when there is none. The
     fused module stays inside it (``inner``), so its weights stay the model's."""
 
-    def __init__(self, layer: int, experts: Any) -> None:
+    def __init__(self, layer: int, experts: Any, slices: list[ExpertSlice]) -> None:
         super().__init__()
-        self.layer, self.inner = layer, experts
+        self.layer, self.inner, self.slices = layer, experts, slices
 
     def forward(self, hidden: Any, top_k_index: Any, top_k_weights: Any) -> Any:
         fn = EXPERTS.get()
         if fn is None:
-            return local_experts(self.layer, self.inner, hidden, top_k_index, top_k_weights)
+            return local_experts(self.slices, hidden, top_k_index, top_k_weights)
         return fn(self.layer, hidden, top_k_index, top_k_weights)
 
 
