@@ -9,7 +9,7 @@ from lyra_ray.model.teams import parse_teams
 from lyra_ray.policies.base import get_policy
 from lyra_ray.policies.teams import TeamPolicy
 from lyra_ray.policies.teams.admission import QUOTA, admit
-from lyra_ray.policies.teams.policy import spare_inference
+from lyra_ray.policies.teams.pinned import spare_inference
 from tests.unit.teams_helpers import catalogue, cluster, job
 
 TEAMS = parse_teams(
@@ -105,7 +105,11 @@ def test_spare_inference_servers_go_to_elastic_jobs_and_no_quota() -> None:
 def test_effective_quota_counts_a_slow_gpu_for_less() -> None:
     """A K80 is worth half a V100 to these jobs: 4 V100-eq admit 8 K80 workers."""
     ts = parse_teams(
-        {"teams": {"a": {"quota_effective": 4, "borrow_limit": 0}}, "users": {"alice": "a"}},
+        {
+            "teams": {"a": {"quota_effective": 4, "borrow_limit": 0}},
+            "users": {"alice": "a"},
+            "reference": "v100",
+        },
         "t",
         {"v100": 2, "k80": 8},
     )

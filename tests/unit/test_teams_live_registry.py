@@ -19,9 +19,9 @@ from lyra_ray.policies.base import get_policy
 from lyra_ray.policies.teams import with_teams
 from lyra_ray.runtime.auth import Identity, Users
 from lyra_ray.runtime.store import StateStore
-from lyra_ray.runtime.team_live import live_team_policy
-from lyra_ray.runtime.team_registry import TeamRegistry
-from lyra_ray.runtime.team_store import TeamStore
+from lyra_ray.runtime.teams.policy import live_team_policy
+from lyra_ray.runtime.teams.registry import TeamRegistry
+from lyra_ray.runtime.teams.store import TeamStore
 from tests.unit.teams_helpers import cluster, job
 
 GPUS = {"v100": 4, "k80": 4}
