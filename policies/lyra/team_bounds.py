@@ -5,9 +5,12 @@ The teams wrapper (:mod:`lyra_ray.policies.teams`) hands Lyra a snapshot whose
 it, its borrowing within limits). Lyra keeps every choice of its own: the order of the
 base demand (running jobs first, then shortest first), the flexible knapsack, the
 cross-type workers. Each grant is only checked with the bounds' ledger where the phases
-make it (:func:`flexible_within` and :func:`extras_within` trim what a phase chose to
-what the team may still take), so phase 1's bases come before any flexible worker and a
-borrower's elastic jobs shrink before a borrowed base is dropped.
+make it: a base that does not fit its team's bounds on a type is not placed there;
+:func:`flexible_within` and :func:`extras_within` trim what phases 2 and 3 chose to what
+the team may still take. So phase 1's bases come before any flexible worker and a
+borrower's elastic jobs shrink before a borrowed base is dropped; and where no bound
+refuses a grant the answer is Lyra's own, bit for bit (the knapsack is not told the
+bounds: it is a heuristic, and a bound that does not bind could still steer it).
 
 WHY a module of its own: the phases stay as they are; this is the one place that knows
 about teams.
@@ -19,18 +22,6 @@ from collections.abc import Mapping, Sequence
 
 from lyra_ray.model import GpuType, JobId
 from lyra_ray.model.team_bounds import Ledger
-
-Pick = tuple[GpuType, int, int]
-"""A job's (type, base workers, upper bound) after phase 1."""
-
-
-def cap_uppers(ledger: Ledger, chosen: dict[JobId, Pick], ids: Sequence[JobId]) -> None:
-    """Each job's upper bound cut to what its team may still take on its type (bases are
-    already taken), so the knapsack does not plan with workers that would be trimmed."""
-    for j in ids:
-        t, base, upper = chosen[j]
-        if upper > base:
-            chosen[j] = (t, base, base + ledger.whole(j, t, upper - base))
 
 
 def flexible_within(

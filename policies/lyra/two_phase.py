@@ -41,7 +41,7 @@ from lyra_ray.policies.lyra.cross_type import Candidate, add_extras, flexible_on
 from lyra_ray.policies.lyra.flexible import greedy_spare, share_spare
 from lyra_ray.policies.lyra.loaning import DemandMemory, LoanDecision, ReclaimMode, decide_loans
 from lyra_ray.policies.lyra.projection import FluidJob
-from lyra_ray.policies.lyra.team_bounds import cap_uppers, extras_within, flexible_within
+from lyra_ray.policies.lyra.team_bounds import extras_within, flexible_within
 
 
 def requested_workers(job: JobView) -> int:
@@ -266,8 +266,6 @@ class LyraPolicy(PolicyBase):
         if self.elastic:
             for t in sorted(cap):
                 on_t = [j for j, c in chosen.items() if c[0] == t]  # in ``jobs`` order
-                if ledger is not None:
-                    cap_uppers(ledger, chosen, on_t)
                 ids = [j for j in on_t if chosen[j][2] > chosen[j][1]]
                 if free.get(t, 0) <= 0 or not ids:
                     continue
