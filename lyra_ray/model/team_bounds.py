@@ -1,29 +1,38 @@
 """Team quotas as bounds on an allocation: what a policy reads to respect teams' quotas.
 
 The teams wrapper (:mod:`lyra_ray.policies.teams`) turns the teams' guarantees, borrowing
-and lending limits into a few linear rows over what jobs use, and hands them to the inner
-policy inside the snapshot (``ClusterSnapshot.team_bounds``). The policy keeps choosing
-GPU types, pairs and worker counts itself; the rows only bound how much each team may
-hold. Three kinds of row (each over GPUs of some types, or over reference units of
-effective throughput on every type for ``effective`` quotas):
+and lending limits into bounds over what jobs use, and hands them to the inner policy in
+the snapshot (``ClusterSnapshot.team_bounds``). The policy keeps choosing GPU types,
+pairs and worker counts itself; the bounds only say how much each team may hold.
 
-* **guard** rows keep a team's guarantee for it: every *other* team's use of a type is at
-  most the capacity left once the team's reservation (what its own demand fills of its
-  guarantee, plus what it may not lend) is taken out;
-* **floor** rows give a team what its demand claims of its guarantee: its own use, over
-  all types, is at least its claim. A guard row alone only keeps others off; an
-  objective that trades one team against another (max-min fairness over every job)
-  would otherwise leave a guaranteed team short to lift a team with no guarantee;
+Each team *reserves* part of each GPU type (what its jobs' minimums claim of its
+guarantee, plus the part of its idle guarantee it may not lend); the rest of the
+capacity is shared. The one rule, per GPU type (or, for ``effective`` quotas, over every
+type in reference units)::
+
+    sum over teams t of max(use_t, reserved_t)  <=  capacity
+
+A team within its reservation may always take it; a team beyond it borrows from what no
+reservation holds. As linear rows, one per set ``S`` of teams (those beyond their
+reservation): ``sum_{t in S} use_t <= capacity - sum_{t not in S} reserved_t`` (a
+*share* row). Then:
+
+* **floor** rows give a team what its demand claims: its own use, over all types, is at
+  least its claim. The share rows only keep others off a reservation; an objective that
+  trades one team against another (max-min fairness over every job) would otherwise
+  leave a guaranteed team short to lift a team with no guarantee;
 * **limit** rows keep a team within its ``borrow_limit``: what it uses beyond its
-  guarantee, summed over types, is at most the limit. As rows over GPUs that is one row
-  per set ``S`` of types, ``sum_{k in S} use_k <= sum_{k in S} guarantee_k + limit``; the
-  wrapper adds only the sets an answer broke, an LP then solves again.
+  guarantee, summed over types, is at most the limit; as rows over GPUs, one per set of
+  types ``K``, ``sum_{k in K} use_k <= sum_{k in K} guarantee_k + limit``.
 
-An LP policy adds :attr:`TeamBounds.rows` to its constraints (nothing else; a floor row
-enters as ``-use <= -claim``). A greedy policy, which grants workers one job at a time,
-checks each grant with a :class:`Ledger` when :attr:`TeamBounds.strict` is set: every
-guard row and the exact borrow limit (a greedy policy meets the floors by its order: the
-running jobs the bounds keep, then the rest; a lender's claim is room a guard row keeps).
+An LP policy adds :attr:`TeamBounds.rows` to its constraints (a floor row enters as
+``-use <= -claim``); the wrapper adds only the rows an answer broke and solves again, so
+an LP carries the few rows that bind (the set of a share or limit row is the one the
+answer broke most: those beyond their reservation, the types borrowed). A greedy policy,
+which grants workers one job at a time, checks each grant with a :class:`Ledger` when
+:attr:`TeamBounds.strict` is set: the share rule and the borrow limits, exactly (a
+greedy policy meets the floors by its order: the running jobs the bounds keep, then the
+rest; a lender's claim is room no one else may take).
 
 WHY this module imports nothing of the model: :mod:`lyra_ray.model.types` holds the
 snapshot that carries these bounds, so it imports this module, not the reverse. GPU types
@@ -35,27 +44,35 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+from typing import Literal
 
 TOLERANCE = 1e-6
 """GPUs (or reference units), relative to the bound where that is larger, by which an
 answer may exceed a row and still respect it: an LP's answer meets its rows to about
 1e-8, and a fraction of a millionth of a GPU is no use to anyone."""
 
+ALL = "*"
+"""The key of effective amounts: every GPU type at once, in reference units."""
+
+RowKind = Literal["share", "floor", "limit"]
+
 
 @dataclass(frozen=True, slots=True)
 class QuotaRow:
-    """``sum of the use counted <= rhs`` (``>= rhs`` for a floor): the use of every team
-    but ``team`` (a guard) or of ``team`` alone (a limit or a floor), on ``types``
-    (``None``: every type, in reference units)."""
+    """``sum of the use of the teams in `teams` on `types` <= rhs`` (``>= rhs`` for a
+    floor); ``types`` ``None``: every type, in reference units."""
 
-    team: str
-    guard: bool
+    teams: frozenset[str]
     types: frozenset[str] | None
     rhs: float
-    floor: bool = False
+    kind: RowKind = "share"
+
+    @property
+    def floor(self) -> bool:
+        return self.kind == "floor"
 
     def counts(self, team: str) -> bool:
-        return team != self.team if self.guard else team == self.team
+        return team in self.teams
 
     def counts_type(self, gpu_type: str) -> bool:
         return self.types is None or gpu_type in self.types
@@ -66,11 +83,12 @@ class QuotaRow:
 
     def describe(self) -> str:
         where = "reference units" if self.types is None else ", ".join(sorted(self.types))
-        if self.guard:
-            return f"team {self.team}'s guarantee leaves the other teams {self.rhs:g} of {where}"
-        if self.floor:
-            return f"team {self.team} is owed {self.rhs:g} of {where} (what it claims)"
-        return f"team {self.team} may use at most {self.rhs:g} of {where} (its borrow limit)"
+        who = ", ".join(sorted(self.teams))
+        if self.kind == "floor":
+            return f"team {who} is owed {self.rhs:g} of {where} (what its jobs claim)"
+        if self.kind == "limit":
+            return f"team {who} may use at most {self.rhs:g} of {where} (its borrow limit)"
+        return f"teams {who} may share {self.rhs:g} of {where} (the rest is reserved)"
 
 
 @dataclass(frozen=True, slots=True)
@@ -88,12 +106,15 @@ Tally = dict[str, dict[str, float]]
 
 @dataclass(frozen=True)
 class TeamBounds:
-    """The teams' quotas as rows over what jobs use (module docstring)."""
+    """The teams' quotas as bounds over what jobs use (module docstring)."""
 
     team_of: Mapping[str, str]
     """Job id -> its team (every active job)."""
-    guards: tuple[QuotaRow, ...]
-    limits: Mapping[str, Limit]
+    capacity: Mapping[str, float]
+    """GPUs per type (``"*"``: reference units for effective quotas) the bounds share."""
+    reserved: Mapping[str, Mapping[str, float]]
+    """Team -> type (``"*"``) -> what it reserves (its claims and what it may not lend)."""
+    limits: Mapping[str, Limit] = field(default_factory=dict)
     floors: tuple[QuotaRow, ...] = ()
     effective: bool = False
     per_gpu: Mapping[str, Mapping[str, float]] = field(default_factory=dict)
@@ -105,10 +126,6 @@ class TeamBounds:
     closed: frozenset[str] = frozenset()
     """Teams the rows leave no GPU (set with :attr:`rows`): an LP takes their jobs out
     of its objective, as jobs that can run nowhere (:mod:`lyra_ray.policies.teams.reach`)."""
-    capacity: Mapping[str, float] = field(default_factory=dict)
-    """GPUs per type (``"*"``: reference units) the guard rows were computed from."""
-    reserved: Mapping[str, Mapping[str, float]] = field(default_factory=dict)
-    """Each team's reservation per type (``"*"``: reference units)."""
     keep: Mapping[str, tuple[str, int]] = field(default_factory=dict)
     """Running jobs whose minimum (on their type) the bounds keep, oldest start first
     while they fit: a :class:`Ledger` books them before any grant, so a greedy policy
@@ -116,6 +133,10 @@ class TeamBounds:
 
     def team(self, job_id: str, default: str) -> str:
         return self.team_of.get(job_id, default)
+
+    def key(self, gpu_type: str) -> str:
+        """The amount a GPU of ``gpu_type`` counts in: its type, or ``"*"``."""
+        return ALL if self.effective else gpu_type
 
     def weight(self, job_id: str, gpu_type: str) -> float:
         """What one GPU of ``gpu_type`` counts for ``job_id``'s team (1 for GPU quotas)."""
@@ -143,21 +164,45 @@ class TeamBounds:
             for g, v in use.items() if row.counts_type(g)
         )  # fmt: skip
 
+    def held(self, tally: Tally, team: str, key: str) -> float:
+        """``team``'s use counted against ``key`` (a type, or every type for ``"*"``)."""
+        use = tally.get(team, {})
+        return sum(use.values()) if key == ALL else use.get(key, 0.0)
+
+    def share_row(self, teams: Iterable[str], key: str) -> QuotaRow:
+        """The share row of ``teams`` (those beyond their reservation) on ``key``."""
+        s = frozenset(teams)
+        rest = sum(r.get(key, 0.0) for t, r in self.reserved.items() if t not in s)
+        types = None if key == ALL else frozenset([key])
+        return QuotaRow(s, types, self.capacity.get(key, 0.0) - rest)
+
     def limit_row(self, team: str, types: Iterable[str] | None) -> QuotaRow:
         """The borrow-limit row of ``team`` over ``types`` (``None``: effective units)."""
         lim = self.limits[team]
         if types is None or self.effective:
-            return QuotaRow(team, False, None, lim.guarantee.get("*", 0.0) + lim.borrow_limit)
+            rhs = lim.guarantee.get(ALL, 0.0) + lim.borrow_limit
+            return QuotaRow(frozenset([team]), None, rhs, "limit")
         s = frozenset(types)
-        return QuotaRow(
-            team, False, s, sum(lim.guarantee.get(k, 0.0) for k in s) + lim.borrow_limit
-        )
+        rhs = sum(lim.guarantee.get(k, 0.0) for k in s) + lim.borrow_limit
+        return QuotaRow(frozenset([team]), s, rhs, "limit")
 
     def violated(self, tally: Tally, floors: bool = True) -> list[QuotaRow]:
-        """The guard rows ``tally`` breaks, the floors it leaves short (unless ``floors``
-        is false: a cut can only lower use), and for each team over its borrow limit the
-        row of the types it borrows (the most broken one)."""
-        out = [r for r in self.guards if r.broken(self.lhs(r, tally))]
+        """For each type the share row ``tally`` breaks most (the teams beyond their
+        reservation there), the floors it leaves short (unless ``floors`` is false: a cut
+        can only lower use), and for each team over its borrow limit the row of the types
+        it borrows."""
+        out = []
+        teams = set(tally) | set(self.reserved)
+        for key in sorted(self.capacity):
+            over = [
+                t for t in sorted(teams)
+                if self.held(tally, t, key) > self.reserved.get(t, {}).get(key, 0.0)
+            ]  # fmt: skip
+            rest = sum(r.get(key, 0.0) for t, r in self.reserved.items() if t not in over)
+            if over and rest > 0:  # with nothing reserved by the rest it is the capacity
+                row = self.share_row(over, key)  # row, the policy's own business
+                if row.broken(self.lhs(row, tally)):
+                    out.append(row)
         if floors:
             out += [r for r in self.floors if r.broken(self.lhs(r, tally))]
         for team, lim in sorted(self.limits.items()):
@@ -165,40 +210,35 @@ class TeamBounds:
             if self.effective:
                 row = self.limit_row(team, None)
             else:
-                over = [g for g, v in use.items() if v > lim.guarantee.get(g, 0.0)]
-                if not over:
+                borrowing = [g for g, v in use.items() if v > lim.guarantee.get(g, 0.0)]
+                if not borrowing:
                     continue
-                row = self.limit_row(team, over)
+                row = self.limit_row(team, borrowing)
             if row.broken(self.lhs(row, tally)):
                 out.append(row)
         return out
 
 
 class Ledger:
-    """Grants checked one at a time against every guard row and the exact borrow limits
-    (what a greedy policy uses when :attr:`TeamBounds.strict` is set)."""
+    """Grants checked one at a time against the share rule and the borrow limits,
+    exactly (what a greedy policy uses when :attr:`TeamBounds.strict` is set)."""
 
     def __init__(self, bounds: TeamBounds, book: bool = True) -> None:
         """``book``: start with :attr:`TeamBounds.keep` booked (a policy's grants); a
         ledger that replays an answer's use starts empty."""
         self.b = bounds
-        self.lhs = [0.0] * len(bounds.guards)
         self.use: Tally = {}
-        self._rows: dict[tuple[str, str], list[int]] = {}
+        self.held: dict[tuple[str, str], float] = {}
+        """(team, key) -> use counted against the key."""
+        self.excess = {
+            k: sum(r.get(k, 0.0) for r in bounds.reserved.values()) for k in bounds.capacity
+        }
+        """key -> sum over teams of max(use, reserved)."""
         self.booked: dict[str, tuple[str, float]] = {}
         if book:
             for jid, (g, n) in bounds.keep.items():
                 self.take(jid, g, n)
                 self.booked[jid] = (g, float(n))
-
-    def _guards(self, team: str, gpu_type: str) -> list[int]:
-        key = (team, gpu_type)
-        hit = self._rows.get(key)
-        if hit is None:
-            hit = self._rows[key] = [
-                i for i, r in enumerate(self.b.guards) if r.counts(team) and r.counts_type(gpu_type)
-            ]
-        return hit
 
     def borrowed(self, team: str) -> float:
         """What ``team`` holds beyond its guarantee (summed over types), as granted so far."""
@@ -206,7 +246,7 @@ class Ledger:
         use = self.use.get(team, {})
         guarantee = lim.guarantee if lim is not None else {}
         if self.b.effective:
-            return max(0.0, sum(use.values()) - guarantee.get("*", 0.0))
+            return max(0.0, sum(use.values()) - guarantee.get(ALL, 0.0))
         return sum(max(0.0, v - guarantee.get(g, 0.0)) for g, v in use.items())
 
     def limit_room(self, team: str, gpu_type: str) -> float:
@@ -216,20 +256,20 @@ class Ledger:
             return math.inf
         use = self.use.get(team, {})
         if self.b.effective:
-            own = lim.guarantee.get("*", 0.0) - sum(use.values())
+            own = lim.guarantee.get(ALL, 0.0) - sum(use.values())
         else:
             own = lim.guarantee.get(gpu_type, 0.0) - use.get(gpu_type, 0.0)
         return max(0.0, own) + lim.borrow_limit - self.borrowed(team)
 
-    def guard_room(self, team: str, gpu_type: str) -> tuple[float, int | None]:
-        """Units ``team`` may still take on ``gpu_type`` within the other teams' guard rows,
-        and the index of the tightest row (``None``: no row counts it)."""
-        units, tight = math.inf, None
-        for i in self._guards(team, gpu_type):
-            left = self.b.guards[i].rhs - self.lhs[i]
-            if left < units:
-                units, tight = left, i
-        return units, tight
+    def share_room(self, team: str, gpu_type: str) -> float:
+        """Units ``team`` may still take on ``gpu_type`` under the share rule: what is left
+        of its own reservation, plus what no reservation holds."""
+        k = self.b.key(gpu_type)
+        if k not in self.b.capacity:
+            return math.inf  # a type the bounds do not count (none such in practice)
+        mine = self.b.reserved.get(team, {}).get(k, 0.0)
+        own = max(0.0, mine - self.held.get((team, k), 0.0))
+        return own + self.b.capacity[k] - self.excess[k]
 
     def room(self, job_id: str, gpu_type: str, team: str | None = None) -> float:
         """How many more GPUs of ``gpu_type`` ``job_id``'s team may take (may be fractional
@@ -238,7 +278,7 @@ class Ledger:
         w = self.b.weight(job_id, gpu_type)
         if w <= 0:
             return math.inf
-        units = min(self.guard_room(team, gpu_type)[0], self.limit_room(team, gpu_type))
+        units = min(self.share_room(team, gpu_type), self.limit_room(team, gpu_type))
         return max(0.0, units) / w if math.isfinite(units) else math.inf
 
     def _unbooked(self, job_id: str, gpu_type: str, gpus: float) -> float:
@@ -257,12 +297,22 @@ class Ledger:
             gpus -= used
             if gpus <= 0:
                 return
+        elif b is not None and b[1] > 0:  # placed elsewhere: its booking is freed
+            del self.booked[job_id]
+            self._add(job_id, b[0], -b[1])
+        self._add(job_id, gpu_type, gpus)
+
+    def _add(self, job_id: str, gpu_type: str, gpus: float) -> None:
         team = self.b.team_of.get(job_id, "")
         units = gpus * self.b.weight(job_id, gpu_type)
-        for i in self._guards(team, gpu_type):
-            self.lhs[i] += units
         row = self.use.setdefault(team, {})
         row[gpu_type] = row.get(gpu_type, 0.0) + units
+        k = self.b.key(gpu_type)
+        if k in self.excess:
+            mine = self.b.reserved.get(team, {}).get(k, 0.0)
+            before = self.held.get((team, k), 0.0)
+            self.held[team, k] = before + units
+            self.excess[k] += max(before + units, mine) - max(before, mine)
 
     def whole(self, job_id: str, gpu_type: str, want: int) -> int:
         """The most of ``want`` GPUs that fit (whole GPUs)."""
@@ -273,6 +323,10 @@ class Ledger:
         return max(0, math.floor(room + 1e-9))
 
 
-def ledger_of(bounds: TeamBounds | None) -> Ledger | None:
-    """A ledger when ``bounds`` asks greedy policies to check their grants, else ``None``."""
-    return Ledger(bounds) if bounds is not None and bounds.strict else None
+def ledger_of(bounds: TeamBounds | None, book: bool = True) -> Ledger | None:
+    """A ledger when ``bounds`` asks greedy policies to check their grants, else ``None``.
+    ``book``: the policy grants running jobs first (then the running jobs the bounds keep
+    are booked: :attr:`TeamBounds.keep`); a policy that places every job afresh in an
+    order of its own books none (a booked job it then left out would hold GPUs no one
+    uses)."""
+    return Ledger(bounds, book) if bounds is not None and bounds.strict else None

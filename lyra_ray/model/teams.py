@@ -90,7 +90,7 @@ class Team:
     ``quota`` is ``None`` for a team with no limit (``default``): it is guaranteed
     nothing and may use whatever no one else's guarantee needs. ``borrow_limit`` and
     ``lend_limit`` are totals in the team's unit (GPUs over all types, or
-    V100-equivalents); ``None`` is no limit.
+    reference units); ``None`` is no limit.
     """
 
     name: str
@@ -153,7 +153,7 @@ def _where(source: str, path: str) -> str:
 
 
 def _amount(source: str, path: str, v: object, allow_none: bool = True) -> float | None:
-    """A finite, non-negative quantity of GPUs or V100-equivalents (or ``None``)."""
+    """A finite, non-negative quantity of GPUs or reference units (or ``None``)."""
     if v is None and allow_none:
         return None
     if isinstance(v, bool) or not isinstance(v, int | float):

@@ -107,7 +107,7 @@ class FifoPerf(PolicyBase):
         its team may also take the GPUs; a job its team's quota keeps out is passed over,
         not waited for (Kueue's default), so it does not hold up other teams' jobs."""
         open_types = sorted(g for g, c in free.items() if c > 0)
-        ledger: Ledger | None = ledger_of(snap.team_bounds)
+        ledger: Ledger | None = ledger_of(snap.team_bounds, book=False)  # places afresh
         i = 0
         while i < len(queue) and open_types:
             job = queue[i]

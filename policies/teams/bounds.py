@@ -11,14 +11,14 @@ snapshot alone (no state: a restarted scheduler bounds alike):
 2. **Reservations.** A team's reservation of a type is what its claims take of it, plus
    the part of its idle guarantee it may not lend (``lend_limit``: GPUs over all types, or
    reference units; what it leaves idle beyond that is lent).
-3. **Rows.** A *guard* row per team and type it reserves: every other team's use of that
-   type is at most the capacity minus the reservation. A *floor* per team that claims:
-   its own use, over all types, is at least its claims (on whichever types the policy
-   chooses). A *limit* per team with a ``borrow_limit``
-   (:class:`lyra_ray.model.team_bounds.Limit`). The claims themselves, each claiming job
-   on its claimed type, meet every row at once, so the rows never make an LP infeasible.
+3. **Bounds** (:class:`lyra_ray.model.team_bounds.TeamBounds`): the share rule over the
+   reservations (per type, the teams' ``max(use, reserved)`` summed stay within the
+   capacity); a *floor* per team that claims (its own use, over all types, is at least
+   its claims, on whichever types the policy chooses); a *limit* per team with a
+   ``borrow_limit``. The claims themselves, each claiming job on its claimed type, meet
+   every bound at once, so the rows never make an LP infeasible.
 
-So a lender's new job claims its guarantee at once, the guard row shrinks what the
+So a lender's new job claims its guarantee at once, the share rule shrinks what the
 borrowers may hold, and the inner policy takes it back from them by its own rules (a
 worker-count policy drops flexible workers before any job's minimum). Capacity no
 guarantee covers, and idle guarantee a team may lend, stay open to everyone.
@@ -121,18 +121,12 @@ class Claims:
             cap: dict[str, float] = {STAR: effective_capacity(capacity, self.factors)}
         else:
             cap = {g: float(n) for g, n in capacity.items()}
-        guards = []
-        for team in sorted(self.reserved):
-            for key, amount in sorted(self.reserved[team].items()):
-                if amount > 0:
-                    types = None if key == STAR else frozenset([key])
-                    guards.append(QuotaRow(team, True, types, max(0.0, cap.get(key, 0.0) - amount)))
         floors = []
         for team in sorted(self.claimed):
             owed = sum(self.claimed[team].values())
             if owed > 0:
                 every = None if self.effective else frozenset(capacity)
-                floors.append(QuotaRow(team, False, every, owed, floor=True))
+                floors.append(QuotaRow(frozenset([team]), every, owed, "floor"))
         limits = {
             name: Limit(self._guarantee(name), float(t.borrow_limit))
             for name, t in self.teams.teams.items()
@@ -140,13 +134,12 @@ class Claims:
         }
         out = TeamBounds(
             team_of=self.team_of,
-            guards=tuple(guards),
+            capacity=cap,
+            reserved=self.reserved,
             limits=limits,
             floors=tuple(floors),
             effective=self.effective,
             per_gpu=self.per_gpu,
-            capacity=cap,
-            reserved=self.reserved,
         )
         ledger = Ledger(out, book=False)
         keep: dict[JobId, tuple[GpuType, int]] = {}
@@ -164,13 +157,20 @@ class Claims:
         return {STAR: g.get(EFFECTIVE, 0.0)} if self.effective else g
 
 
-def claim(snap: ClusterSnapshot, teams: TeamSet, jobs: Iterable[JobView] | None = None) -> Claims:
-    """Steps 0-2 of the module docstring over the snapshot's active jobs."""
+def claim(
+    snap: ClusterSnapshot,
+    teams: TeamSet,
+    jobs: Iterable[JobView] | None = None,
+    team_of: dict[JobId, str] | None = None,
+) -> Claims:
+    """Steps 0-2 of the module docstring over the snapshot's active jobs (``team_of``:
+    each job's team where the caller knows it already)."""
     active = list(snap.active_jobs if jobs is None else jobs)
     cap = snap.gpus_by_type()
     ref = teams.reference_for(own_training(snap))
     effective = teams.unit == "effective"
-    team_of = {j.id: teams.team_of(j.spec) for j in active}
+    if team_of is None:
+        team_of = {j.id: teams.team_of(j.spec) for j in active}
     factors: dict[GpuType, float] = {}
     per_gpu: dict[JobId, dict[GpuType, float]] = {}
     if effective:
@@ -219,21 +219,45 @@ def claim(snap: ClusterSnapshot, teams: TeamSet, jobs: Iterable[JobView] | None 
         if t is not None and not t.preemptible and free.get(g, 0.0) >= n:
             take(t.name, j, g, n)
             done.add(j.id)
-    queued = sorted((j for j in active if j.current is None), key=lambda j: (j.arrival_s, j.id))
-    full = {name for name, g in guarantee.items() if not any(v > 0 for v in g.values())}
-    for j in (*running, *queued):  # 1: claims on the guarantee
-        team = team_of[j.id]
-        if team not in guarantee or team in full or j.id in done:
-            continue
+    # The most any key of a team's guarantee has left: a job needing more claims nothing
+    # (with 10,000 queued jobs and every guarantee nearly claimed, most are passed over
+    # without looking at their types, and only the rest are sorted by arrival).
+    left = {name: max(g.values(), default=0.0) for name, g in guarantee.items()}
+
+    def least(j: JobView) -> float:
         n = j.spec.min_workers
-        for g in _types(j, snap, cap):
-            k = key(g)
-            room = guarantee[team].get(k, 0.0) - claimed[team].get(k, 0.0)
-            if free.get(g, 0.0) >= n and cost(j, g, n) <= room + 1e-9:
-                take(team, j, g, n)
-                break
-        if all(claimed[team].get(k, 0.0) >= v - 1e-9 for k, v in guarantee[team].items()):
-            full.add(team)
+        return n * min(per_gpu[j.id].values(), default=1.0) if effective else float(n)
+
+    def claims(jobs: Iterable[JobView]) -> None:
+        for j in jobs:
+            team = team_of[j.id]
+            if team not in guarantee or j.id in done or least(j) > left[team] + 1e-9:
+                continue
+            n = j.spec.min_workers
+            for g in _types(j, snap, cap):
+                k = key(g)
+                room = guarantee[team].get(k, 0.0) - claimed[team].get(k, 0.0)
+                if free.get(g, 0.0) >= n and cost(j, g, n) <= room + 1e-9:
+                    take(team, j, g, n)
+                    left[team] = max(
+                        (v - claimed[team].get(k2, 0.0) for k2, v in guarantee[team].items()),
+                        default=0.0,
+                    )
+                    break
+
+    claims(running)  # 1: claims on the guarantee, running jobs first, then by arrival
+    claims(
+        sorted(
+            (
+                j
+                for j in active
+                if j.current is None
+                and team_of[j.id] in guarantee
+                and least(j) <= left[team_of[j.id]] + 1e-9
+            ),
+            key=lambda j: (j.arrival_s, j.id),
+        )
+    )
     reserved = {name: dict(c) for name, c in claimed.items()}
     for name, amounts in guarantee.items():  # 2: idle guarantee it may not lend stays reserved
         lend = teams.teams[name].lend_limit

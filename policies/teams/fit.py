@@ -13,7 +13,7 @@ borrowed jobs are the ones dropped.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 
 from lyra_ray.model import Allocation, ClusterSnapshot, GpuType, JobId, JobView, split_pair
 from lyra_ray.model.team_bounds import Ledger, TeamBounds
@@ -21,9 +21,10 @@ from lyra_ray.model.team_bounds import Ledger, TeamBounds
 Use = tuple[JobId, GpuType, float]
 
 
-def sizes(snap: ClusterSnapshot) -> dict[JobId, int]:
+def sizes(snap: ClusterSnapshot, active: Iterable[JobView] | None = None) -> dict[JobId, int]:
     """Each active job's scale factor: the GPUs one unit of time fraction holds."""
-    return {j.id: max(1, j.spec.min_workers) for j in snap.active_jobs}
+    jobs = snap.active_jobs if active is None else active
+    return {j.id: max(1, j.spec.min_workers) for j in jobs}
 
 
 def uses(alloc: Allocation, sf: Mapping[JobId, int]) -> Iterator[Use]:

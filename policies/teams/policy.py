@@ -22,8 +22,9 @@ How the rows are handed over (one decision):
    to them last (:func:`lyra_ray.policies.teams.fit.fit`).
 
 Jobs the bounds keep without GPUs wait with the code ``quota`` and a sentence naming
-their team's bound. ``enforce: pin`` in the team set keeps the path before issue #42
-instead (admit each job onto one type, pin it there: :mod:`.pinned`), for comparison.
+their team's bound (derived when someone asks: :meth:`TeamPolicy.waiting`). ``enforce:
+pin`` in the team set keeps the path before issue #42 instead (admit each job onto one
+type, pin it there: :mod:`.pinned`), for comparison.
 
 With no limited team the wrapper hands the snapshot through unchanged.
 """
@@ -33,10 +34,10 @@ from __future__ import annotations
 import dataclasses
 import logging
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, ClassVar
 
-from lyra_ray.model import Allocation, ClusterSnapshot, GpuType, JobId, JobView
+from lyra_ray.model import Allocation, ClusterSnapshot, GpuType, JobId, JobSpec, JobView
 from lyra_ray.model.team_bounds import Ledger, QuotaRow, TeamBounds
 from lyra_ray.model.teams import TeamSet
 from lyra_ray.policies.base import Policy, PolicyBase
@@ -65,7 +66,6 @@ class Enforced:
     """Whether the answer had to be cut to the bounds (a policy that takes no bounds)."""
     admission: Admission | None = None
     """``enforce: pin`` only: the admission."""
-    waiting: dict[JobId, tuple[str, str]] = field(default_factory=dict)
 
 
 def with_teams(inner: Policy, teams: TeamSet) -> TeamPolicy:
@@ -93,6 +93,9 @@ class TeamPolicy(PolicyBase):
         self.teams = teams
         self.last = Enforced()
         """The last decision's enforcement (not state: it is recomputed)."""
+        self._reasons = QuotaReasons()
+        self._team_cache: dict[JobId, tuple[JobSpec, str]] = {}
+        self._team_version: tuple[int, int, int] | None = None
 
     def to_state(self) -> dict[str, Any]:
         return self.inner.to_state()
@@ -105,12 +108,32 @@ class TeamPolicy(PolicyBase):
             return self.inner.allocate(snap)
         if self.teams.enforce == "pin":
             alloc, adm = allocate_pinned(self.inner, self.teams, snap)
-            self.last = Enforced(solves=1, admission=adm, waiting=dict(adm.waiting))
+            self.last = Enforced(solves=1, admission=adm)
             return alloc
         return self._inside(snap)
 
+    def _team_map(self, active: tuple[JobView, ...]) -> dict[JobId, str]:
+        """Each active job's team, kept across decisions per spec object: a job's team
+        is fixed once it is submitted, so only new jobs (or a changed team set) are
+        looked up; 10,000 queued jobs are not resolved again at every decision."""
+        t = self.teams
+        version = (id(t.teams), id(t.users), id(t.jobs))
+        if version != self._team_version:
+            self._team_cache, self._team_version = {}, version
+        cache = self._team_cache
+        out: dict[JobId, str] = {}
+        fresh: dict[JobId, tuple[JobSpec, str]] = {}
+        for j in active:
+            hit = cache.get(j.id)
+            team = hit[1] if hit is not None and hit[0] is j.spec else t.team_of(j.spec)
+            fresh[j.id] = (j.spec, team)
+            out[j.id] = team
+        self._team_cache = fresh
+        return out
+
     def _inside(self, snap: ClusterSnapshot) -> Allocation:
-        claims = claim(snap, self.teams)
+        active = snap.active_jobs  # a tuple built per call: once per decision here
+        claims = claim(snap, self.teams, active, self._team_map(active))
         bounds = dataclasses.replace(claims.bounds(pool_capacity(snap)), strict=True)
         base = dataclasses.replace(snap, team_bounds=bounds, entity_weights=self.teams.weights())
         saved = self.inner.to_state()
@@ -119,7 +142,7 @@ class TeamPolicy(PolicyBase):
             more = claims.bounds(pool_capacity(snap, alloc.lend))
             bounds = dataclasses.replace(more, strict=True)
             base = dataclasses.replace(base, team_bounds=bounds)
-        sf = sizes(snap)
+        sf = sizes(snap, active)
         bad = _broken(alloc, bounds, sf)
         rows: list[QuotaRow] = []
         closed: frozenset[str] | None = None
@@ -146,24 +169,27 @@ class TeamPolicy(PolicyBase):
         over = bool(bounds.violated(bounds.tally(uses(alloc, sf)), floors=False))
         if over:
             alloc = fit(alloc, snap, bounds)
-        bound = bool(rows) or over or _any_wait(alloc, snap)
-        waiting = quota_reasons(alloc, snap, bounds, self.teams) if bound else {}
-        self.last = Enforced(bounds, tuple(rows), solves, over, None, waiting)
-        if not waiting:
-            return alloc
-        return dataclasses.replace(alloc, waiting={**waiting, **alloc.waiting})
+        self.last = Enforced(bounds, tuple(rows), solves, over)
+        return alloc
+
+    def waiting(self, snap: ClusterSnapshot, alloc: Allocation) -> Mapping[JobId, tuple[str, str]]:
+        """The inner policy's own reasons and, under quotas, the ``quota`` reason of each
+        job the bounds keep out: recomputed from ``snap`` when asked (the bounds keep no
+        state), not carried in every answer."""
+        own = self.inner.waiting(snap, alloc)
+        if not self.teams.any_limited or self.teams.enforce == "pin":
+            return own
+        active = snap.active_jobs
+        team_of = self._team_map(active)
+        bounds = claim(snap, self.teams, active, team_of).bounds(pool_capacity(snap, alloc.lend))
+        quota = self._reasons.reasons(alloc, snap, bounds, active, sizes(snap, active))
+        return {**quota, **own}
 
 
 def _broken(alloc: Allocation, bounds: TeamBounds, sf: Mapping[JobId, int]) -> list[QuotaRow]:
     """The rows an answer breaks. Floors count for time fractions only: a worker-count
     policy grants in its own order through the ledger and has no rows to take."""
     return bounds.violated(bounds.tally(uses(alloc, sf)), floors=bool(alloc.fractions))
-
-
-def _any_wait(alloc: Allocation, snap: ClusterSnapshot) -> bool:
-    """Whether a worker-count answer leaves an active job without GPUs (the ledger may be
-    why); time fractions give every job something unless a row was added."""
-    return bool(alloc.workers) and len(alloc.workers) < len(snap.active_jobs)
 
 
 def _held(alloc: Allocation) -> set[JobId]:
@@ -174,33 +200,64 @@ def _held(alloc: Allocation) -> set[JobId]:
     return held
 
 
+Pool = tuple[tuple[GpuType, int], ...]
+
+
+class QuotaReasons:
+    """Why each active job an answer leaves without GPUs waits, where its team's bounds
+    would not let it start on any type it runs on (its fastest first). The types a job
+    runs on are kept per job view (a view is rebuilt whenever the job changes), so a queue
+    of 10,000 jobs is not re-sorted by speed at every decision."""
+
+    def __init__(self) -> None:
+        self._types: dict[JobId, tuple[JobView, Pool, tuple[GpuType, ...]]] = {}
+
+    def reasons(
+        self,
+        alloc: Allocation,
+        snap: ClusterSnapshot,
+        bounds: TeamBounds,
+        active: tuple[JobView, ...],
+        sf: Mapping[JobId, int],
+    ) -> dict[JobId, tuple[str, str]]:
+        ledger = Ledger(bounds, book=False)
+        for jid, g, gpus in uses(alloc, sf):
+            ledger.take(jid, g, gpus)
+        held = _held(alloc)
+        cap = pool_capacity(snap, alloc.lend)
+        pool = tuple(sorted(cap.items()))
+        out: dict[JobId, tuple[str, str]] = {}
+        memo: dict[tuple[str, int, tuple[GpuType, ...]], str | None] = {}
+        fresh: dict[JobId, tuple[JobView, Pool, tuple[GpuType, ...]]] = {}
+        for j in active:
+            if j.id in held:
+                continue
+            hit = self._types.get(j.id)
+            types = hit[2] if hit is not None and hit[0] is j and hit[1] == pool else None
+            if types is None:
+                types = _runnable(j, snap, cap)
+            fresh[j.id] = (j, pool, types)
+            team = bounds.team_of.get(j.id) or j.spec.user
+            key = (team, j.spec.min_workers, types)
+            if key not in memo or bounds.effective:
+                memo[key] = _why(j, team, types, ledger, bounds)
+            why = memo[key]
+            if why is not None:
+                out[j.id] = (QUOTA, why)
+        self._types = fresh
+        return out
+
+
 def quota_reasons(
     alloc: Allocation, snap: ClusterSnapshot, bounds: TeamBounds, teams: TeamSet
 ) -> dict[JobId, tuple[str, str]]:
-    """Why each active job the answer leaves without GPUs waits, where its team's bounds
-    would not let it start on any type it runs on (its fastest first)."""
-    ledger = Ledger(bounds, book=False)
-    for jid, g, gpus in uses(alloc, sizes(snap)):
-        ledger.take(jid, g, gpus)
-    held = _held(alloc)
-    cap = pool_capacity(snap, alloc.lend)
-    out: dict[JobId, tuple[str, str]] = {}
-    memo: dict[tuple[str, int, tuple[GpuType, ...]], str | None] = {}
-    for j in snap.active_jobs:
-        if j.id in held:
-            continue
-        team = bounds.team(j.id, teams.team_of(j.spec))
-        types = _runnable(j, snap, cap)
-        key = (team, j.spec.min_workers, types)
-        if key not in memo:
-            memo[key] = _why(j, team, types, ledger, bounds)
-        why = memo[key]
-        if why is not None:
-            out[j.id] = (QUOTA, why)
-    return out
+    """:meth:`QuotaReasons.reasons` once (for callers outside a decision)."""
+    active = snap.active_jobs
+    return QuotaReasons().reasons(alloc, snap, bounds, active, sizes(snap, active))
 
 
 def _runnable(j: JobView, snap: ClusterSnapshot, cap: Mapping[GpuType, int]) -> tuple[str, ...]:
+    """The types ``j`` runs on (its minimum fits, a rate there), fastest first."""
     need = j.spec.min_workers
     row = j.throughput
     rates = []
@@ -235,12 +292,14 @@ def _why(
             f"{guar:g} guarantee and borrows {ledger.borrowed(team):g} "
             f"(limit {lim.borrow_limit:g})"
         )
-    left, tight = ledger.guard_room(team, g)
-    if tight is not None and left < units - 1e-9:
-        row = bounds.guards[tight]
+    if ledger.share_room(team, g) < units - 1e-9:
+        k = bounds.key(g)
+        held = {t: r.get(k, 0.0) for t, r in bounds.reserved.items() if t != team}
+        named = ", ".join(f"{t} {v:g}" for t, v in sorted(held.items()) if v > 0)
+        where = "reference units" if bounds.effective else f"{g} GPUs"
         return (
-            f"waits for team {team}'s quota: needs {what}, and team {row.team}'s guarantee "
-            f"keeps {bounds.reserved.get(row.team, {}).get(next(iter(row.types or {'*'})), 0):g}"
-            f" for it: the other teams may hold {row.rhs:g} and hold {ledger.lhs[tight]:g}"
+            f"waits for team {team}'s quota: needs {what}; of the {bounds.capacity.get(k, 0):g} "
+            f"{where}, other teams' guarantees reserve {sum(held.values()):g} ({named or '-'})"
+            " and the rest is in use"
         )
     return f"waits for team {team}'s quota: needs {what}"

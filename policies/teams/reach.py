@@ -8,7 +8,7 @@ to a policy, the jobs of a team the rows *close* are taken out of the optimisati
 jobs that cannot run anywhere are: ``Problem.runnable``), and wait for their quota.
 
 A team is closed when even a relaxation gives it nothing: one variable per team and GPU
-type it can run on (GPUs), the cluster's capacity, and every guard, floor and borrow
+type it can run on (GPUs), the cluster's capacity, the share rule, every floor and borrow
 limit over those aggregates (effective units at the most favourable of the team's own
 per-GPU weights, so the relaxation never shuts a team the rows leave room for).
 """
@@ -16,12 +16,20 @@ per-GPU weights, so the relaxation never shuts a team the rows leave room for).
 from __future__ import annotations
 
 from collections.abc import Mapping
+from typing import TYPE_CHECKING
 
 import numpy as np
 from numpy.typing import NDArray
 
 from lyra_ray.model import ClusterSnapshot, GpuType
 from lyra_ray.model.team_bounds import TeamBounds
+from lyra_ray.policies.gavel.lazy_import import lazy_module
+from lyra_ray.policies.gavel.lp import SolverError, solve_min
+
+if TYPE_CHECKING:
+    import scipy.sparse as sp
+else:
+    sp = lazy_module("scipy.sparse")
 
 EPS = 1e-7
 """GPUs below which a team's best share counts as none."""
@@ -31,8 +39,6 @@ def closed_teams(
     snap: ClusterSnapshot, bounds: TeamBounds, capacity: Mapping[GpuType, int]
 ) -> frozenset[str]:
     """The teams with active jobs that the bounds leave no GPU (module docstring)."""
-    from scipy.optimize import linprog
-
     types = sorted(g for g, n in capacity.items() if n > 0)
     runs: dict[str, set[GpuType]] = {}
     lo: dict[tuple[str, GpuType], float] = {}
@@ -65,20 +71,38 @@ def closed_teams(
     def empty() -> NDArray[np.float64]:
         return np.zeros(n)
 
-    for g in types:  # capacity
+    # the share rule: per key, the teams' max(use, reserved) within the capacity, with
+    # m_t >= use_t (in units at the team's lowest weight) and m_t >= reserved_t
+    keys = [bounds.key(g) for g in types]
+    share = {
+        (t, k): n + i for i, (t, k) in enumerate((t, k) for k in dict.fromkeys(keys) for t in runs)
+    }
+    n += len(share)
+    lb = np.zeros(n)
+    for (t, k), m in share.items():
+        lb[m] = bounds.reserved.get(t, {}).get(k, 0.0)
+    for g in types:  # the GPUs themselves
         r = empty()
         for t in runs:
             if (t, g) in idx:
                 r[idx[t, g]] = 1.0
         A.append(r)
         b.append(float(capacity[g]))
-    for q in bounds.guards:
+    for (t, k), m in share.items():
         r = empty()
-        for (t, g), i in idx.items():
-            if q.counts(t) and q.counts_type(g):
-                r[i] = lo[t, g]
+        for g in runs[t]:
+            if bounds.key(g) == k:
+                r[idx[t, g]] = lo[t, g]
+        r[m] = -1.0
         A.append(r)
-        b.append(q.rhs)
+        b.append(0.0)
+    for k in dict.fromkeys(keys):
+        r = empty()
+        for t in runs:
+            r[share[t, k]] = 1.0
+        others = sum(v.get(k, 0.0) for t, v in bounds.reserved.items() if t not in runs)
+        A.append(r)
+        b.append(bounds.capacity.get(k, 0.0) - others)
     for q in bounds.floors:
         r = empty()
         for (t, g), i in idx.items():
@@ -106,13 +130,17 @@ def closed_teams(
             total[borrow[t, g]] = 1.0
         A.append(total)
         b.append(lim.borrow_limit)
-    A_ub, b_ub = np.array(A), np.array(b)
+    A_ub, b_ub = sp.csr_matrix(np.array(A)), np.array(b)
+    ub = np.full(n, np.inf)
     out = set()
     for t in runs:
         c = empty()
         for g in runs[t]:
             c[idx[t, g]] = -1.0
-        res = linprog(c, A_ub=A_ub, b_ub=b_ub, bounds=(0, None), method="highs")
-        if res.status == 0 and -float(res.fun) <= EPS:
+        try:
+            x, _ = solve_min(c, A_ub, b_ub, ub, lb=lb, method="simplex")
+        except SolverError:  # not expected (the claims meet every row): close nobody
+            return frozenset()
+        if float(-c @ x) <= EPS:
             out.add(t)
     return frozenset(out)

@@ -123,7 +123,7 @@ def test_policy_waits_and_pins() -> None:
     pol = TeamPolicy(get_policy("fifo_nonpreemptive"), TEAMS)
     jobs = [*a_borrowing(), job("b1", "bob", 2, arrival=50.0), job("b2", "bob", 2, arrival=60.0)]
     out = pol.allocate(cluster(jobs))
-    assert "ra2" not in out.workers and out.waiting["ra2"][0] == QUOTA
+    assert "ra2" not in out.workers and pol.waiting(cluster(jobs), out)["ra2"][0] == QUOTA
     # with K80s no guarantee covers, ra2 moves there instead of waiting
     out = pol.allocate(cluster(jobs, k80=4))
     assert out.workers["ra2"] == ("k80", 2) and out.workers["b1"] == ("v100", 2)

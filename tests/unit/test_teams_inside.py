@@ -100,7 +100,8 @@ def test_a_team_with_no_guarantee_gets_only_what_the_guarantees_leave() -> None:
     got = pol.allocate(snap)
     assert pol.last.bounds is not None
     assert held(got, snap, "default", pol.last.bounds) == pytest.approx(0.0, abs=1e-6)
-    reasons = got.waiting
+    reasons = pol.waiting(snap, got)  # derived when asked, not carried in the answer
+    assert not got.waiting
     assert {j for j, (code, _) in reasons.items() if code == QUOTA} == {f"d{i}" for i in range(4)}
 
 
@@ -199,9 +200,11 @@ def test_on_a_cluster_without_v100s_an_effective_quota_means_the_reference_types
     raw = {"teams": {"a": {"quota_effective": 4, "borrow_limit": 0}}, "users": {"alice": "a"}}
     teams = parse_teams(raw, "t", {"a100": 6, "h200": 2})
     assert teams.reference_for({"a100": 6, "h200": 2}) == "a100"
-    got = TeamPolicy(get_policy(inner), teams).allocate(no_v100_cluster(8))
+    pol = TeamPolicy(get_policy(inner), teams)
+    got = pol.allocate(no_v100_cluster(8))
     assert units(got, {"a100": 1.0, "h200": 2.0}) == pytest.approx(4.0)
-    assert len(got.workers) < 8 and got.waiting  # the rest wait for the quota
+    waiting = pol.waiting(no_v100_cluster(8), got)  # the rest wait for the quota
+    assert len(got.workers) < 8 and {c for c, _ in waiting.values()} == {QUOTA}
     # the reference set to the H200: 4 effective is 4 H200s' worth (8 A100s')
     h200 = parse_teams({**raw, "reference": "h200"}, "t", {"a100": 6, "h200": 2})
     got = TeamPolicy(get_policy(inner), h200).allocate(no_v100_cluster(10))

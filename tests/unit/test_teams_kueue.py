@@ -23,6 +23,7 @@ ones; a team may borrow a GPU type its quota does not name.
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 import pytest
@@ -42,7 +43,9 @@ def decide(inner: str, teams: dict[str, Any], jobs: list[JobView], **gpus: int) 
     raw = {"teams": teams, "users": {name: name for name in teams}}
     ts = parse_teams(raw, "kueue", {"v100": gpus.get("v100", 0), "k80": gpus.get("k80", 0)})
     snap = cluster(jobs, v100=gpus.get("v100", 0), k80=gpus.get("k80", 0))
-    return TeamPolicy(get_policy(inner), ts).allocate(snap)
+    pol = TeamPolicy(get_policy(inner), ts)
+    out = pol.allocate(snap)
+    return dataclasses.replace(out, waiting={**pol.waiting(snap, out), **out.waiting})
 
 
 def waits_for_quota(out: Allocation, job_id: str) -> str:

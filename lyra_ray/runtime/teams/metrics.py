@@ -35,9 +35,7 @@ class TeamMetrics:
         if now - self._at < self.EVERY_S:
             return
         self._at = now
-        if not self.registry.set.any_limited and (
-            self.metrics is None or not self.metrics.enabled
-        ):
+        if not self.registry.set.any_limited and (self.metrics is None or not self.metrics.enabled):
             return
         snap = core.snapshot()
         self.registry.check_capacity(snap)

@@ -46,6 +46,13 @@ class LiveTeamPolicy(PolicyBase):
         self.wrapped.teams = teams
         return self.wrapped.allocate(snap)
 
+    def waiting(self, snap: ClusterSnapshot, alloc: Allocation) -> Mapping[str, tuple[str, str]]:
+        teams = self.teams_of(snap)
+        if not teams.any_limited:
+            return self.inner.waiting(snap, alloc)
+        self.wrapped.teams = teams
+        return self.wrapped.waiting(snap, alloc)
+
     def to_state(self) -> dict[str, Any]:
         return self.inner.to_state()
 

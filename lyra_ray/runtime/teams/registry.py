@@ -352,7 +352,12 @@ class TeamRegistry:
                 if team is not None:
                     by_spec[id(j.spec)] = team
         return LiveTeamSet(
-            teams=s.teams, users=s.users, reference=s.reference, enforce=s.enforce, by_spec=by_spec
+            teams=s.teams,
+            users=s.users,
+            jobs=s.jobs,  # the set's own objects: the policy keeps its per-job teams while
+            reference=s.reference,  # they stay the same (TeamPolicy._team_map)
+            enforce=s.enforce,
+            by_spec=by_spec,
         )
 
     def standings(self, snap: ClusterSnapshot) -> list[TeamStanding]:
