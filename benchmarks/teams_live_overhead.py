@@ -3,7 +3,7 @@
 The live scheduler calls its policy through ``LiveTeamPolicy``
 (:mod:`lyra_ray.runtime.teams.policy`): with only the unlimited ``default`` team it calls
 the policy as it is; with limited teams it maps every job to its team
-(``TeamRegistry.for_snapshot``) and runs the simulator's ``with_teams`` admission
+(``TeamRegistry.for_snapshot``) and runs the simulator's ``with_teams`` bounds
 around the policy. This times, on one snapshot of ``--jobs`` jobs (20 running, the rest
 queued, 8 users, 64 V100 + 64 K80), the policy alone, behind the live layer with only
 ``default``, and behind it with four limited teams; and apart, the job -> team map and
