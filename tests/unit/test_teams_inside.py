@@ -269,3 +269,45 @@ def test_rows_that_do_not_bind_leave_every_policys_answer_alone(name: str) -> No
     )  # fmt: skip
     assert wrapped.last.bounds is not None and not wrapped.last.rows and wrapped.last.solves == 1
     assert dataclasses.replace(got, waiting={}) == dataclasses.replace(plain, waiting={})
+
+
+@pytest.mark.parametrize("name", ["fifo", "gandiva", "isolated", "allox", "fifo_packed"])
+def test_a_policy_that_takes_no_bounds_is_cut_to_them(name: str) -> None:
+    """Closed-form splits and Gavel's agnostic FIFO read no rows: their answer is cut
+    (fractions scaled where a row is broken; a split over ``Problem.runnable`` already
+    leaves out the teams the bounds shut), and then breaks none."""
+    snap = two_teams_and_a_crowd()
+    pol = with_teams(get_policy(name), parse_teams(HALVES, "t"))
+    got = pol.allocate(snap)
+    bounds = pol.last.bounds
+    assert bounds is not None
+    assert not bounds.violated(bounds.tally(uses(got, sizes(snap))), floors=False)
+    plain = get_policy(name).allocate(snap)
+    if bounds.violated(bounds.tally(uses(plain, sizes(snap))), floors=False):
+        assert pol.last.rows and got != plain  # it had to be asked again, or cut
+
+
+def test_a_worker_answer_that_ignores_the_bounds_keeps_minimums_oldest_first() -> None:
+    """The last resort for worker counts: running jobs oldest start first, every minimum
+    before any flexible worker, what fits kept (policies/teams/fit.py)."""
+    from lyra_ray.policies.teams.bounds import claim, pool_capacity
+    from lyra_ray.policies.teams.fit import fit
+    from tests.unit.teams_helpers import cluster, job
+
+    teams = parse_teams(
+        {
+            "teams": {"a": {"quota": "v100=4"}, "b": {"quota": "v100=4"}},
+            "users": {"a": "a", "b": "b"},
+        },
+        "t",
+    )
+    jobs = [
+        job("ea", "a", 1, 8, running=6, started=0.0),
+        job("ra1", "a", 2, running=2, started=10.0),
+        job("b1", "b", 2, arrival=50.0),
+    ]
+    snap = cluster(jobs, v100=8)
+    greedy = Allocation(workers={"ea": ("v100", 6), "ra1": ("v100", 2), "b1": ("v100", 2)})
+    bounds = claim(snap, teams).bounds(pool_capacity(snap))
+    cut = fit(greedy, snap, bounds)
+    assert cut.workers == {"ea": ("v100", 4), "ra1": ("v100", 2), "b1": ("v100", 2)}
