@@ -239,6 +239,10 @@ class LyraPolicy(PolicyBase):
                 # applies (both need one). With 10,000 queued jobs on a full cluster this
                 # skips the per-type ordering of nearly every job.
                 continue
+            if ledger is not None and not any(
+                free[t] >= base and ledger.fits(job.id, t, base) for t in free
+            ):
+                continue  # its team's bounds leave it no room: skip the ordering too
             order = self._type_order(snap, job, lent_types, all_types, gone, remaining[job.id])
             for t in order:
                 if free.get(t, 0) >= base and snap.throughput(job, t, base) > 0:
