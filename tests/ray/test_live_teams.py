@@ -154,10 +154,11 @@ def test_borrow_shrink_visibility_and_a_kill(live_cluster: LiveCluster, tmp_path
     keys = {"name", "unit", "guarantee", "used", "borrowed", "lent", "reference", "notes"}
     assert set(got["a"]) == keys
     settings = view["team_settings"]
-    assert settings["reference"] == "auto" and settings["reference_in_force"] == "v100"
+    # 4 GPUs of each type: the most common type is the alphabetically first, the K80
+    assert settings["reference"] == "auto" and settings["reference_in_force"] == "k80"
     assert settings["enforce"] == "inside" and settings["oversubscribed"] is None
     ref = _cli(root_token, "team", "reference")
-    assert ref.returncode == 0 and "GPUs of v100 (the cluster's most common" in ref.stdout
+    assert ref.returncode == 0 and "GPUs of k80 (the cluster's most common" in ref.stdout
     listed = _cli(root_token, "team", "list")
     assert listed.returncode == 0 and listed.stdout.splitlines()[-1] == "3 team(s)"
     refused = _cli(root_token, "team", "remove", "a")
