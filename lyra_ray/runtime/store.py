@@ -32,10 +32,11 @@ import contextlib
 import json
 import sqlite3
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from lyra_ray.runtime.sqlite_tx import write_tx
 from lyra_ray.runtime.store_layout import Delta, assemble
 
 __all__ = ["SYNCHRONOUS", "Delta", "StateStore"]
@@ -139,18 +140,9 @@ class StateStore:
                 )
         return job_id
 
-    @contextlib.contextmanager
-    def _write(self) -> Iterator[None]:
-        """One write transaction under the lock: committed when the block ends (a
-        ``return`` inside it included), rolled back when it raises."""
-        with self._lock:
-            self._db.execute("BEGIN IMMEDIATE")
-            try:
-                yield
-            except BaseException:
-                self._db.execute("ROLLBACK")
-                raise
-            self._db.execute("COMMIT")
+    def _write(self) -> contextlib.AbstractContextManager[None]:
+        """One write transaction under the lock (``sqlite_tx.write_tx``)."""
+        return write_tx(self._lock, self._db)
 
     def next_seq(self, name: str) -> int:
         """A counter that survives restarts (job ids)."""
