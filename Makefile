@@ -43,7 +43,7 @@ chromium:
 	@scripts/ensure_deb.sh chromium "the page test"
 
 test: $(STAMP) native prometheus chromium
-	$(PY) -m pytest -q -p no:cacheprovider --durations=15 tests
+	$(PY) -m pytest -q -p no:cacheprovider --durations=15 --junitxml=build/junit.xml tests
 
 test-unit: $(STAMP)
 	$(PY) -m pytest -q -p no:cacheprovider tests/unit tests/sim

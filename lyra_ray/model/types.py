@@ -13,6 +13,8 @@ from collections.abc import Hashable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal, TypeAlias
 
+from lyra_ray.model.team_bounds import TeamBounds
+
 if TYPE_CHECKING:  # imported at first use: it is compiled for the simulator
     from lyra_ray.model.restart_cost import RestartModel
 
@@ -178,6 +180,16 @@ class ClusterSnapshot:
     restart_model: RestartModel = field(default_factory=lambda: _measured_restarts())
     """What one restart costs each job (:mod:`lyra_ray.model.restart_cost`): the policies
     that resize or preempt weigh it against what the change gains."""
+    team_bounds: TeamBounds | None = None
+    """Teams' quotas as bounds on the allocation (:mod:`lyra_ray.model.team_bounds`);
+    ``None`` unless the teams wrapper is in force. With it, a job's entity (for
+    hierarchical policies) is its team: :meth:`entity_of`."""
+
+    def entity_of(self, job: JobView) -> str:
+        """The entity a hierarchical policy shares by: the job's team under the teams
+        wrapper, else its owner (``spec.user``)."""
+        b = self.team_bounds
+        return job.spec.user if b is None else b.team_of.get(job.id, job.spec.user)
 
     def gpus_by_type(self, pool: Pool | None = "training") -> dict[GpuType, int]:
         out: dict[GpuType, int] = {}

@@ -32,10 +32,11 @@ import contextlib
 import json
 import sqlite3
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from lyra_ray.runtime.sqlite_tx import write_tx
 from lyra_ray.runtime.store_layout import Delta, assemble
 
 __all__ = ["SYNCHRONOUS", "Delta", "StateStore"]
@@ -87,6 +88,10 @@ CREATE TABLE IF NOT EXISTS tokens (
 """
 SYNCHRONOUS = "FULL"
 """See the module docstring: every commit is fsynced before it returns."""
+STATE_FORMAT = 1
+"""The layout this lyra writes (kv ``format``). A store without the key was written before
+it was kept, in this layout. A later lyra that changes the layout bumps it, and an older
+lyra refuses that store in one line, touching nothing (:mod:`lyra_ray.runtime.saved_state`)."""
 
 
 class StateStore:
@@ -99,6 +104,7 @@ class StateStore:
         self._db.execute("PRAGMA journal_mode=WAL")
         self._db.execute(f"PRAGMA synchronous={SYNCHRONOUS}")
         self._db.executescript(_SCHEMA)
+        self._db.execute("INSERT OR IGNORE INTO kv VALUES ('format', ?)", (str(STATE_FORMAT),))
 
     def enqueue(
         self,
@@ -134,18 +140,9 @@ class StateStore:
                 )
         return job_id
 
-    @contextlib.contextmanager
-    def _write(self) -> Iterator[None]:
-        """One write transaction under the lock: committed when the block ends (a
-        ``return`` inside it included), rolled back when it raises."""
-        with self._lock:
-            self._db.execute("BEGIN IMMEDIATE")
-            try:
-                yield
-            except BaseException:
-                self._db.execute("ROLLBACK")
-                raise
-            self._db.execute("COMMIT")
+    def _write(self) -> contextlib.AbstractContextManager[None]:
+        """One write transaction under the lock (``sqlite_tx.write_tx``)."""
+        return write_tx(self._lock, self._db)
 
     def next_seq(self, name: str) -> int:
         """A counter that survives restarts (job ids)."""
@@ -325,6 +322,12 @@ class StateStore:
         with self._lock:
             row = self._db.execute("SELECT value FROM kv WHERE key = 'throughputs'").fetchone()
         return json.loads(row[0]) if row else None
+
+    def format(self) -> int:
+        """The layout the store was written in (:data:`STATE_FORMAT`)."""
+        with self._lock:
+            row = self._db.execute("SELECT value FROM kv WHERE key = 'format'").fetchone()
+        return int(row[0]) if row else STATE_FORMAT
 
     def load(self) -> dict[str, Any] | None:
         """The last committed state, as :meth:`commit` was given it, whichever way it was

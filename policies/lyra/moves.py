@@ -29,9 +29,12 @@ def move_to_faster(
     free: dict[GpuType, int],
     min_gain_s: float,
     price: Callable[[JobView], float],
+    book: Callable[[JobId, GpuType, GpuType, int], bool] | None = None,
 ) -> list[JobId]:
     """Move running jobs of ``chosen`` (job -> (type, base, upper)) to faster types
-    with ``free`` room; both are updated. Returns the jobs moved."""
+    with ``free`` room; both are updated. Returns the jobs moved. ``book(job, from, to,
+    gpus)``, when given, may refuse a move (teams' bounds:
+    :func:`lyra_ray.policies.lyra.team_bounds.move_within`) and books the ones it allows."""
     by_id = {j.id: j for j in snap.active_jobs}
     offers: list[tuple[float, JobId, GpuType]] = []
     for jid, (t, base, _) in chosen.items():
@@ -53,6 +56,8 @@ def move_to_faster(
     for _, jid, g in sorted(offers, key=lambda o: (-o[0], o[1], o[2])):
         t, base, upper = chosen[jid]
         if jid in moved or free.get(g, 0) < base:
+            continue
+        if book is not None and not book(jid, t, g, base):
             continue
         free[g] -= base
         free[t] = free.get(t, 0) + base

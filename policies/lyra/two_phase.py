@@ -35,12 +35,14 @@ from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar
 
 from lyra_ray.model import Allocation, ClusterSnapshot, GpuType, JobId, JobView, NodeId
+from lyra_ray.model.team_bounds import ledger_of
 from lyra_ray.policies.base import PolicyBase, register
 from lyra_ray.policies.lyra.cross_type import Candidate, add_extras, flexible_only
 from lyra_ray.policies.lyra.flexible import greedy_spare, share_spare
 from lyra_ray.policies.lyra.loaning import DemandMemory, LoanDecision, ReclaimMode, decide_loans
 from lyra_ray.policies.lyra.moves import move_to_faster
 from lyra_ray.policies.lyra.projection import FluidJob
+from lyra_ray.policies.lyra.team_bounds import extras_within, flexible_within, move_within
 
 
 def requested_workers(job: JobView) -> int:
@@ -109,6 +111,11 @@ class LyraPolicy(PolicyBase):
         if self.memory is None:
             super().load_state(state)
             return
+        other = sorted(set(state) - {"demand"})
+        if other:  # another policy's state (one saved before the policy's name was kept)
+            raise ValueError(
+                f"policy {self.name!r} keeps only its demand memory, but a saved state has {other}"
+            )
         self.memory.points = [(float(t), int(d)) for t, d in state.get("demand", [])]
 
     # ------------------------------------------------------------------ helpers
@@ -242,6 +249,7 @@ class LyraPolicy(PolicyBase):
         chosen: dict[JobId, tuple[GpuType, int, int]] = {}  # job -> (type, workers, upper)
         waiting: dict[JobId, tuple[str, str]] = {}
         most_free = max(free.values(), default=0)
+        ledger = ledger_of(snap.team_bounds)  # teams' quotas, when the wrapper asks
 
         def admit(job: JobView) -> None:
             """Phase 1 for one job: its base on the first type of its order with room."""
@@ -257,9 +265,17 @@ class LyraPolicy(PolicyBase):
                 # applies (both need one). With 10,000 queued jobs on a full cluster this
                 # skips the per-type ordering of nearly every job.
                 return
+            if ledger is not None and not any(
+                free[t] >= base and ledger.fits(job.id, t, base) for t in free
+            ):
+                return  # its team's bounds leave it no room: skip the ordering too
             order = self._type_order(snap, job, lent_types, all_types, gone, remaining[job.id])
             for t in order:
                 if free.get(t, 0) >= base and snap.throughput(job, t, base) > 0:
+                    if ledger is not None:
+                        if not ledger.fits(job.id, t, base):
+                            continue
+                        ledger.take(job.id, t, base)
                     free[t] -= base
                     most_free = max(free.values(), default=0)
                     # never more workers than the cluster has GPUs (phase 3 may add
@@ -277,7 +293,12 @@ class LyraPolicy(PolicyBase):
         for job in jobs:
             admit(job)
         if self.move_gain_s is not None and move_to_faster(
-            snap, chosen, free, self.move_gain_s, lambda j: self._price(snap, j)
+            snap,
+            chosen,
+            free,
+            self.move_gain_s,
+            lambda j: self._price(snap, j),
+            None if ledger is None else move_within(ledger),
         ):
             # GPUs the moved jobs left: any queued job that fits there now starts.
             most_free = max(free.values(), default=0)
@@ -302,6 +323,8 @@ class LyraPolicy(PolicyBase):
                 fluid = [self._fluid(snap, by_id[j], t, chosen[j], gone) for j in ids]
                 total = sum(f.min_workers for f in fluid) + free[t]
                 sizes = self._share(fluid, total, releases)
+                if ledger is not None:
+                    sizes = flexible_within(ledger, ids, t, [chosen[j][1] for j in ids], sizes)
                 for j, w in zip(ids, sizes, strict=True):
                     workers[j] = (t, w)
                     free[t] -= w - chosen[j][1]
@@ -314,6 +337,8 @@ class LyraPolicy(PolicyBase):
                 if chosen[j][2] > w
             ]
             extra = add_extras(snap, cands, free, lambda j: self._price(snap, j))
+            if ledger is not None:
+                extra = extras_within(ledger, extra)
             for j, parts in extra.items():
                 t, w = workers[j]
                 workers[j] = (t, w + sum(k for _, k in parts))

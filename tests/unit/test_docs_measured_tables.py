@@ -34,7 +34,13 @@ NOT_MEASURED: dict[tuple[str, str], str] = {
         "which data each application's speed on each GPU type comes from (GPU names)"
     ),
     ("docs/cli.md", "| flag | takes |"): "what each flag of lyra simulate reads",
+    ("docs/teams.md", "| policies | the bounds enter |"): (
+        "how each policy takes teams' bounds; numbers are in policy names and a solve cap"
+    ),
     ("docs/moe.md", "| module | what | Ray? |"): "what each module does",
+    ("docs/testing.md", "| tier | what it proves | Ray? |"): (
+        "what each tier of the suite proves; numbers are in GPU names"
+    ),
     ("docs/observability.md", "| metric | kind | labels | meaning |"): (
         "the exported metrics; numbers are the meaning of a value (0: none waits)"
     ),

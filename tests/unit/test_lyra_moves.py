@@ -41,3 +41,27 @@ def test_a_move_never_takes_gpus_a_queued_job_can_start_on() -> None:
     alloc = LyraPolicy().allocate(snap(slow, waiting))
     assert alloc.workers["new"] == ("a100", 4)
     assert alloc.workers["slow"] == ("t4", 4)
+
+
+def test_a_move_its_teams_bounds_refuse_does_not_happen() -> None:
+    # Under the teams wrapper a move books the new type and gives the old one back; a
+    # team that may hold only four GPUs (its T4s) borrows no A100s to move onto.
+    from dataclasses import replace
+
+    from lyra_ray.model.team_bounds import Limit, TeamBounds
+
+    slow = job("slow", 40_000.0, on="t4")
+
+    def bounds(borrow: float) -> TeamBounds:
+        return TeamBounds(
+            team_of={"slow": "x"},
+            capacity={"a100": 4.0, "t4": 4.0},
+            reserved={},
+            limits={"x": Limit({"t4": 4.0}, borrow)},
+            strict=True,
+        )
+
+    tight = replace(snap(slow), team_bounds=bounds(0.0))
+    assert LyraPolicy().allocate(tight).workers["slow"] == ("t4", 4)
+    room = replace(snap(slow), team_bounds=bounds(4.0))
+    assert LyraPolicy().allocate(room).workers["slow"] == ("a100", 4)

@@ -19,11 +19,12 @@ import contextlib
 import json
 import sqlite3
 import threading
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 from lyra_ray.model.teams import DEFAULT_TEAM
+from lyra_ray.runtime.sqlite_tx import write_tx
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS teams (name TEXT PRIMARY KEY, body TEXT NOT NULL);
@@ -48,16 +49,9 @@ class TeamStore:
                 "INSERT OR IGNORE INTO teams VALUES (?, ?)", (DEFAULT_TEAM, json.dumps({}))
             )
 
-    @contextlib.contextmanager
-    def _write(self) -> Iterator[None]:
-        with self._lock:
-            self._db.execute("BEGIN IMMEDIATE")
-            try:
-                yield
-            except BaseException:
-                self._db.execute("ROLLBACK")
-                raise
-            self._db.execute("COMMIT")
+    def _write(self) -> contextlib.AbstractContextManager[None]:
+        """One write transaction under the lock (``sqlite_tx.write_tx``)."""
+        return write_tx(self._lock, self._db)
 
     def teams(self) -> dict[str, dict[str, Any]]:
         """Every team's settings (``parse_teams``'s body of one team), by name."""
