@@ -239,6 +239,11 @@ class GlobalScheduler:
     def deploy_service(self, raw: dict[str, Any], auth: str | None = None) -> dict[str, Any]:
         return self.views.deploy_service(raw, auth)
 
+    def deploy_services(
+        self, raws: list[dict[str, Any]], auth: str | None = None
+    ) -> dict[str, Any]:
+        return self.views.deploy_services(raws, auth)
+
     def remove_service(self, name: str, auth: str | None = None) -> dict[str, Any]:
         return self.views.remove_service(name, auth)
 
