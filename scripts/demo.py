@@ -86,7 +86,7 @@ def demo_service(home: Path) -> Path:
     spec = yaml.safe_load((ROOT / "examples" / "dense" / "service.yaml").read_text())
     spec["args"] = {"hidden": 1024, "layers": 8}
     spec["runtime_env"] = {"working_dir": str(ROOT / "examples" / "dense")}
-    spec["target_ongoing_per_replica"] = 0.2
+    spec["target_ongoing_per_replica"] = 0.1
     out = home / "dense-service.yaml"
     out.write_text(yaml.safe_dump(spec))
     return out

@@ -69,6 +69,10 @@ class CopyDeployer:
         )
         self.pending[(spec.name, node)] = ref
 
+    def failed(self, service: str, node: str, why: str) -> None:
+        self.failures[(service, node)] = (time.monotonic(), why)
+        log.error("cannot deploy %s on %s: %s", service, node[:12], why)
+
     def busy(self, service: str, node: str) -> bool:
         return (service, node) in self.pending
 

@@ -171,7 +171,10 @@ class ServingPool:
         """GPU replicas of ``spec`` on ``node``: what its requests in flight are per."""
         if spec.model == "moe":
             return replicas_on(spec, node, len(self.services))
-        return gpu_replicas(self.shapes[spec.name], self._counts(spec, node))
+        try:
+            return gpu_replicas(self.shapes[spec.name], self._counts(spec, node))
+        except InputError:  # a server joined since the deploy, too small for a copy
+            return 1
 
     def check(
         self, spec: ServiceSpec, shape: AppShape | None, batch: Sequence[ServiceSpec] = ()
@@ -287,9 +290,12 @@ class ServingPool:
     def _deploy_backend(self, spec: ServiceSpec, node: str) -> None:
         if not self.copies.may_deploy(spec.name, node, RETRY_DEPLOY_S):
             return
-        self.copies.deploy(
-            spec, self.shapes.get(spec.name), node, self._counts(spec, self.nodes[node])
-        )
+        try:
+            counts = self._counts(spec, self.nodes[node])
+        except InputError as e:  # a server joined since the deploy, too small for a copy
+            self.copies.failed(spec.name, node, str(e))
+            return
+        self.copies.deploy(spec, self.shapes.get(spec.name), node, counts)
 
     def _deploy_backends(self, node: str) -> None:
         for spec in self.services.values():

@@ -286,6 +286,11 @@ def test_a_users_app_is_lent_and_reclaimed_under_traffic(
         if r["kind"] == "stream" and r.get("node") == lent and r["t0"] < lend_at < r["t1"]
     ]
     assert straddled, "no stream was running on the server when its drain began"
+    print(  # what ran, for the record (pytest -s)
+        f"\nshop: {report['post']['sent']} POST, {report['get']['sent']} GET, "
+        f"{report['stream']['sent']} streams ({len(straddled)} straddled the drain of "
+        f"{lent[:12]}), {caller.ok} handle calls; kept {len(copies[kept])} replica actors"
+    )
     seen = calls(app_dir.parent / "calls")
     posts = [r["id"] for r in traffic.records if r["kind"] == "post"]
     assert all(seen.get(f"POST {rid}") == 1 for rid in posts)  # each POST ran once
