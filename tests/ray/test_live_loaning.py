@@ -298,6 +298,25 @@ def test_a_users_app_is_lent_and_reclaimed_under_traffic(
     assert any(r["node"] == lent for r in reclaims), reclaims
 
 
+def _one_of_each(url: str) -> None:
+    """A JSON POST, a text GET and a whole stream, answered by the team's app at ``url``."""
+    import json
+    import urllib.request
+
+    body = json.dumps({"id": "once", "x": [0.3] * 32}).encode()
+    req = urllib.request.Request(
+        f"{url}/predict", body, headers={"Content-Type": "application/json"}
+    )
+    with urllib.request.urlopen(req, timeout=60) as r:
+        assert r.status == 200 and len(json.loads(r.read())["y"]) == 32
+    with urllib.request.urlopen(f"{url}/info", timeout=60) as r:
+        assert r.headers["Content-Type"].startswith("text/plain")
+        assert r.read().decode().startswith("model on ")
+    with urllib.request.urlopen(f"{url}/stream?id=one&n=3&gap=0.05", timeout=60) as r:
+        events = [ln[6:].strip() for ln in r.read().decode().splitlines() if ln.startswith("data")]
+    assert events[1:] == ["0", "1", "2", "[DONE]"], events
+
+
 def _dense_example() -> dict[str, Any]:
     import yaml
 
@@ -427,9 +446,12 @@ def test_live_reclaim_takes_the_server_the_knapsack_values_lowest(
     )
     assert client.status(rigid)["num_preemptions"] == 0, why
     assert client.status(elastic)["num_preemptions"] == 0, why
-    wait_until(lambda: _servers(client)[other] == "serving", 240, "the server serving")
-    for jid in (training, rigid, elastic):
-        client.cancel(jid)
+    try:
+        wait_until(lambda: _servers(client)[other] == "serving", 240, "the server serving")
+        _one_of_each(_service(client, "shop2")["url"])  # the config-file app answers
+    finally:  # a failure here must not leave jobs running into the next test
+        for jid in (training, rigid, elastic):
+            client.cancel(jid)
     client.remove_service("shop2")
 
 
@@ -473,26 +495,31 @@ def test_flexible_workers_grow_onto_a_lent_server_of_another_type_and_shrink_bac
         nodes = _nodes_of(client, jid)
         return nodes.get(v100, 0), sum(g for n, g in nodes.items() if n in inference)
 
-    wait_until(lambda: spread() == (2, 2), 300, "base on the V100s, flexible workers lent")
-    a = client.status(jid)["assignment"]
-    assert a["gpu_type"] == "v100" and a["workers"] == 4 and a.get("extra"), a
-    wait_until(lambda: _steps(log) >= 20 + _steps_before(client, jid, log), 240, "stepping")
-    assert_placements_match(client, jid)  # each worker reported the node it was pinned to
-    # The shipped example (examples/dense): a plain Serve app, its folder its runtime env.
-    url = client.deploy_service({**_dense_example(), "name": "back", "min_servers": 2})
-    wait_until(lambda: spread() == (2, 0), 240, "the flexible workers gone with the servers")
-    assert not client.status(jid)["assignment"].get("extra")
-    wait_until(lambda: _service(client, "back")["ready"] == 4, 120, "the example on both")
-    load = HttpLoad(url).start(rate=4.0)  # the real model answers every request
-    time.sleep(3)
-    report = load.stop()
-    assert report["failures"] == {} and report["ok"] == report["sent"] > 0, report
-    assert len(report["nodes"]) >= 1, report
-    st = client.wait(jid, timeout=600)
+    try:
+        wait_until(lambda: spread() == (2, 2), 300, "base on the V100s, flexible workers lent")
+        a = client.status(jid)["assignment"]
+        assert a["gpu_type"] == "v100" and a["workers"] == 4 and a.get("extra"), a
+        wait_until(lambda: _steps(log) >= 20 + _steps_before(client, jid, log), 240, "stepping")
+        assert_placements_match(client, jid)  # each worker reported the node it was pinned to
+        # The shipped example (examples/dense): a plain Serve app, its folder its runtime env.
+        url = client.deploy_service({**_dense_example(), "name": "back", "min_servers": 2})
+        wait_until(lambda: spread() == (2, 0), 240, "the flexible workers gone with the servers")
+        assert not client.status(jid)["assignment"].get("extra")
+        wait_until(lambda: _service(client, "back")["ready"] == 4, 120, "the example on both")
+        load = HttpLoad(url).start(rate=4.0)  # the real model answers every request
+        try:
+            wait_until(lambda: load.ok >= 10, 60, "the example answering")
+        finally:
+            report = load.stop()
+        assert report["failures"] == {} and report["ok"] == report["sent"] > 0, report
+        st = client.wait(jid, timeout=600)
+    finally:  # a failure here must not leave jobs running into the next test
+        client.cancel(filler)
+        if client.status(jid)["status"] not in ("finished", "failed", "cancelled"):
+            client.cancel(jid)
     assert st["status"] == "finished" and st["steps_done"] == total, st
     assert st["num_preemptions"] == 0, st  # shrunk through a checkpoint, never killed
     assert_every_step_once(log, total, slack=20)
-    client.cancel(filler)
     client.remove_service("back")
 
 
