@@ -179,6 +179,7 @@ class GlobalScheduler:
         }
         self.runtime.load_state(saved["runtime"])
         self.serving.load_state(saved.get("serving", {}))
+        self.live.restored["services_dropped"] = dict(self.serving.dropped)
         self.serving.node_events([m.NodeUp(n) for n in self.core.nodes.values()])
         self.runtime.seed_nodes(self.core.nodes.values())
         self.live.reasons = dict(saved.get("reasons", {}))

@@ -41,7 +41,8 @@ from lyra_ray.runtime.service_copies import CopyDeployer, deploy_unblocked
 from lyra_ray.serving import apps
 from lyra_ray.serving.capacity import check_fits, check_route, replicas_on
 from lyra_ray.serving.copy_plan import AppShape, copy_counts, deploy_note, gpu_replicas
-from lyra_ray.serving.spec import ServiceSpec, parse_service_spec
+from lyra_ray.serving.restore import restore_services
+from lyra_ray.serving.spec import ServiceSpec
 
 log = logging.getLogger(__name__)
 
@@ -94,6 +95,8 @@ class ServingPool:
         """Per service: the servers its ingress was last told."""
         self._reroute = False
         """An ingress could not be told its servers (still starting): retry next poll."""
+        self.dropped: dict[str, str] = {}
+        """Saved services a restart did not deploy again, with the line saying why."""
 
     # ------------------------------------------------------------------ persistence
 
@@ -108,19 +111,19 @@ class ServingPool:
         }
 
     def load_state(self, saved: Mapping[str, Any]) -> None:
-        shapes = saved.get("shapes", {})
-        self.services, self.shapes = {}, {}
-        for k, v in saved.get("services", {}).items():
-            try:
-                spec = parse_service_spec(v)
-                if spec.model == "app":
-                    self.shapes[k] = AppShape.from_dict(shapes[k])
-            except (InputError, KeyError, TypeError, ValueError) as e:
-                # A kind this version no longer runs (the built-in 'dense' service before
-                # it became an example app): said once, its Serve apps left to the operator.
-                log.error("saved service %s cannot be restored (%s): dropped", k, e)
-                continue
-            self.services[k] = spec
+        """Resume a saved serving state. Each saved service is deployed again, or dropped
+        with one line saying why (:mod:`lyra_ray.serving.restore`: its uploaded code is
+        gone with an old cluster's GCS); ``dropped`` keeps those lines for ``ping``. A
+        kept service whose ingress Serve does not run (a new cluster) gets it deployed
+        again here; its copies follow as servers serve (:meth:`_serving_step`, and
+        :meth:`node_events` for the new cluster's servers)."""
+        from lyra_ray.runtime.job_env import missing_packages
+
+        restored = restore_services(saved, missing_packages)
+        self.services, self.shapes = restored.services, restored.shapes
+        self.dropped = restored.dropped
+        for line in restored.dropped.values():
+            log.warning("%s", line)
         self.state = dict(saved.get("state", {}))
         self.demand.load_state(saved)
         self.reclaims = list(saved.get("reclaims", []))
@@ -128,6 +131,12 @@ class ServingPool:
         self._resize_demand(saved.get("estimators", {}))
         if self.services:
             self._start_serve()
+            running = serve.status().applications
+            for spec in self.services.values():
+                name = apps.ingress_app_name(spec.name)
+                if name not in running:
+                    log.info("service %s: its ingress deployed again", spec.name)
+                    deploy_unblocked(apps.ingress_of(spec, self.upstream()), name, spec.http_route)
 
     # ------------------------------------------------------------------ nodes
 

@@ -18,7 +18,9 @@ and reclaimed at a spike. In order:
    requests in flight on the dead ingress fail (counted), none after;
 3. the scheduler is killed while a reclaim is under way: the restarted scheduler goes on
    with the reclaim from its saved state; no request fails;
-4. a serving server is taken away (its node's processes killed): what was in flight
+4. the scheduler restarts where Serve lost the user service's ingress and one server's
+   copy (as on a new cluster under an old state): it deploys both again, drops nothing;
+5. a serving server is taken away (its node's processes killed): what was in flight
    there fails under the retry rule (counted); the scheduler deletes the lost server's
    copies and reclaims the lent one; nothing fails after.
 
@@ -59,11 +61,11 @@ from tests.ray.user_app import calls, write_app
 pytestmark = [pytest.mark.ray, pytest.mark.timeout(900)]
 
 GPU = "t4"
-LOW = {"user": 1.0, "moe": 0.5}
+LOW = {"user": 0.5, "moe": 0.5}
 HIGH = {"user": 12.0, "moe": 4.0}
 """User app: 50 ms of model time a request (a stream ~2 s), one GPU replica per server,
-0.3 in flight per replica as the target: the low rate needs one server (the floor keeps
-two), the high one all three. MoE: a few requests a second."""
+0.4 in flight per replica as the target: the low rate keeps ~0.2 in flight, one server
+(the floor keeps two), the high one ~4, all three. MoE: a few requests a second."""
 USER_REPLICA, USER_INGRESS = "ServeReplica:lyra-user--", "ServeReplica:lyra-user:ingress"
 SETTLE_S = size(4, 30)
 """Traffic kept flowing after capacity is back, to see that nothing fails then."""
@@ -110,7 +112,7 @@ def urls(client: Any, app_dir: Path) -> dict[str, str]:
                 "runtime_env": {"working_dir": str(app_dir)},
                 "min_servers": 2,
                 "replicas_per_server": 1,  # the other GPU is the MoE device's
-                "target_ongoing_per_replica": 0.3,
+                "target_ongoing_per_replica": 0.4,
                 **common,
             }
         ),
@@ -274,6 +276,50 @@ def test_killing_the_scheduler_mid_reclaim_loses_no_request(
     assert reclaims, "the reclaim did not finish after the restart"
     for name in ("user", "moe"):
         assert result[name]["failures"] == {} and result[name]["ok"] > 0, result
+
+
+def test_a_restarted_scheduler_deploys_again_what_serve_lost(
+    client: Any, live: LiveCluster, urls: Any
+) -> None:
+    """What a new cluster under an old state looks like to the serving pool (issue #42's
+    restart rule): Serve runs neither the service's ingress nor one server's copy when the
+    scheduler starts from its saved state. The restored pool deploys both again; the
+    service's code is still in this cluster's GCS, so nothing is dropped."""
+    import ray
+    from ray import serve
+
+    from lyra_ray.contract.names import NAMESPACE, SCHEDULER_ACTOR
+    from lyra_ray.serving.names import backend_app_name, ingress_app_name
+
+    wait_for(lambda: full(client) and not disagreements(client), 240, "the pool settled")
+    (server, *_) = sorted(serving_servers(client))
+    restarts = int(client.call("ping")["restarts"])
+    scheduler = ray.get_actor(SCHEDULER_ACTOR, namespace=NAMESPACE)
+    ray.kill(scheduler, no_restart=False)  # first, so the old one re-deploys nothing
+    t0 = time.monotonic()
+    serve.delete(ingress_app_name("user"))
+    serve.delete(backend_app_name("user", server))
+    wait_for(lambda: int(client.call("ping")["restarts"]) > restarts, 120, "a restart")
+    assert client.call("ping")["restored"]["services_dropped"] == {}
+
+    def back() -> bool:
+        apps = serve.status().applications
+        return (
+            ingress_app_name("user") in apps
+            and backend_app_name("user", server) in apps
+            and full(client)
+            and not disagreements(client)
+        )
+
+    took = wait_recovered(client, back, t0, 240)
+    traffic = Traffic(urls, LOW)
+    try:
+        time.sleep(SETTLE_S)
+    finally:
+        after = traffic.stop()
+    _report("restart_without_serve_apps", {"server": server, "after": after}, took, after)
+    for name in ("user", "moe"):
+        assert after[name]["failures"] == {} and after[name]["ok"] > 0, after
 
 
 def test_a_lost_server_is_replaced_by_the_lent_one(

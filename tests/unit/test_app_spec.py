@@ -195,3 +195,25 @@ def test_each_gpu_deployment_gets_the_servers_share_and_cpu_ones_keep_theirs() -
 def test_an_app_without_a_gpu_deployment_is_refused() -> None:
     with pytest.raises(InputError, match=r"'import_path'.*no GPU deployment"):
         check_has_gpu(shape(DeploymentShape("Api", 0.0, 1)), "svc")
+
+
+def test_a_service_files_local_paths_are_read_relative_to_it(tmp_path: Any) -> None:
+    """The client's side, before any cluster: a working_dir relative to the file's
+    folder, a requirements file read into its list, a missing folder refused by field."""
+    from lyra_ray.client.service_files import localized, read_service_file, services_of
+
+    (tmp_path / "app").mkdir()
+    (tmp_path / "reqs.txt").write_text("numpy==2.*  # the model's\n\nscipy\n")
+    f = tmp_path / "svc.yaml"
+    f.write_text(
+        "applications:\n- name: a\n  import_path: m:app\n"
+        "  runtime_env: {working_dir: app, pip: reqs.txt}\n"
+    )
+    (svc,) = localized(services_of(read_service_file(f)), tmp_path)
+    assert svc["runtime_env"]["working_dir"] == str((tmp_path / "app").resolve())
+    assert svc["runtime_env"]["pip"] == ["numpy==2.*", "scipy"]
+    assert parse_service_spec(svc).app is not None
+    with pytest.raises(InputError, match=r"'runtime_env\.working_dir'"):
+        localized([{**APP, "runtime_env": {"working_dir": "nowhere"}}], tmp_path)
+    with pytest.raises(InputError, match=r"'applications\[0\]\.args'"):
+        services_of({"applications": [{**APP, "args": [1]}]})
