@@ -292,3 +292,40 @@ def test_serves_own_refusals_are_told_from_the_apps_answers() -> None:
     assert classify(503, b'{"error": "overloaded"}', route) is None
     assert classify(500, b"Internal Server Error", route) is Reach.MAYBE
     assert classify(500, b'{"error": "bug"}', route) is None
+
+
+@with_upstream
+async def test_lyras_router_counts_per_gpu_replica_and_drains(up: Upstream, base: str) -> None:
+    """The ingress's own accounting (``proxy._Accounting``): a server with two GPU
+    replicas takes twice the streams of one with one; a server taken out of the routing
+    set (a lend's drain) gets nothing new, and its count falls to zero only as its
+    streams end."""
+    from lyra_ray.serving.proxy import _Accounting
+
+    acct = _Accounting("svc")
+    acct.set_backends({"a": ["lyra-svc--a", 2], "b": ["lyra-svc--b", 1]})
+    fw = HttpForwarder("svc", base, acct)
+    peak: Counter[str] = Counter()
+
+    async def one() -> None:
+        async def receive() -> dict[str, Any]:
+            return {"type": "http.request", "body": b"", "more_body": False}
+
+        async def send(m: Any) -> None:
+            for n in ("a", "b"):
+                peak[n] = max(peak[n], acct.inflight.get(n, 0))
+
+        await fw(scope("GET", b"/stream", b"n=8"), receive, send)
+
+    await asyncio.gather(*(one() for _ in range(6)))
+    assert (peak["a"], peak["b"]) == (4, 2)
+    assert up.calls[("a", "/stream")] == 4 and up.calls[("b", "/stream")] == 2
+    first = [asyncio.create_task(one()) for _ in range(2)]
+    await asyncio.sleep(0.05)  # both under way
+    on_b = acct.inflight["b"]
+    acct.set_backends({"a": ["lyra-svc--a", 2]})  # b drains
+    await asyncio.gather(*(one() for _ in range(4)))
+    assert up.calls[("b", "/stream")] == 2 + on_b  # nothing new went to b
+    await asyncio.gather(*first)
+    assert acct.inflight["a"] == acct.inflight["b"] == 0
+    await fw.close()
