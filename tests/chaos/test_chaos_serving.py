@@ -160,14 +160,20 @@ def _stream_and_kill(url: str, after_tokens: int = 2) -> dict[str, Any]:
     events: list[str] = []
     error: BaseException | None = None
     pid = 0
+    pending = b""
     with urllib.request.urlopen(f"{url}/stream?id=victim&n=40&gap=0.25", timeout=60) as r:
         try:
-            while line := r.readline():
-                text = line.decode().strip()
-                if text.startswith("data: "):
-                    events.append(text[len("data: ") :])
-                    if len(events) == 1 + after_tokens:
-                        pid = sigkill(int(json.loads(events[0])["pid"]))
+            # read1, not readline: http.client's readline takes a chunked body that the
+            # server's connection cut short for its end (b""); read1 raises IncompleteRead.
+            while chunk := r.read1(65536):
+                pending += chunk
+                *lines, pending = pending.split(b"\n")
+                for line in lines:
+                    text = line.decode().strip()
+                    if text.startswith("data: "):
+                        events.append(text[len("data: ") :])
+                        if len(events) == 1 + after_tokens:
+                            pid = sigkill(int(json.loads(events[0])["pid"]))
         except (http.client.HTTPException, OSError) as e:
             error = e
     return {"events": events, "error": error, "pid": pid}
