@@ -513,14 +513,15 @@ def test_flexible_workers_grow_onto_a_lent_server_of_another_type_and_shrink_bac
             report = load.stop()
         assert report["failures"] == {} and report["ok"] == report["sent"] > 0, report
         st = client.wait(jid, timeout=600)
-    finally:  # a failure here must not leave jobs running into the next test
+    finally:  # a failure here must not leave jobs or the service into the next test
         client.cancel(filler)
         if client.status(jid)["status"] not in ("finished", "failed", "cancelled"):
             client.cancel(jid)
+        if any(s["name"] == "back" for s in client.overview()["serving"]["services"]):
+            client.remove_service("back")
     assert st["status"] == "finished" and st["steps_done"] == total, st
     assert st["num_preemptions"] == 0, st  # shrunk through a checkpoint, never killed
     assert_every_step_once(log, total, slack=20)
-    client.remove_service("back")
 
 
 MOE_LOW_RPS, MOE_SPIKE_RPS = 0.2, 10.0
