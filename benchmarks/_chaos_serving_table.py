@@ -8,7 +8,8 @@ from typing import Any
 
 FAULTS = (
     ("serving_replica_kill", "a dense replica's process SIGKILLed"),
-    ("serving_ingress_kill", "the dense service's ingress replica SIGKILLed"),
+    ("serving_replica_kill_mid_stream", "a GPU replica of the user's app SIGKILLed mid-stream"),
+    ("serving_ingress_kill", "the service's ingress replica SIGKILLed"),
     ("serving_scheduler_kill_mid_reclaim", "the scheduler killed while a reclaim runs"),
     ("serving_node_loss", "a serving inference server's node killed"),
 )
@@ -35,7 +36,7 @@ def render(result: dict[str, Any]) -> str:
         f = fig.get(key)
         if f is None:
             continue
-        for name in ("dense", "moe"):
+        for name in [n for n in ("dense", "user", "moe") if n in f]:
             r, after = f[name], f.get("after", {}).get(name)
             later = "—" if after is None else f"{after['failed']} of {after['sent']} failed"
             rows.append(

@@ -39,11 +39,16 @@ from lyra_ray.serving.load_pattern import LoadPattern  # noqa: E402
 GPU = "t4"
 SERVICE = {
     "name": "dense",
-    "model": "dense",
+    "import_path": "dense_app:app",  # examples/dense: a plain Serve app, its folder shipped
+    "args": {"hidden": 256, "layers": 4, "modelled_ms": 300},  # GPU-like time, explicitly
+    "runtime_env": {"working_dir": str(ROOT / "examples" / "dense")},
+    "deployments": [
+        {"name": "DenseModel", "ray_actor_options": {"num_gpus": 1, "num_cpus": 0}},
+        {"name": "Api", "ray_actor_options": {"num_cpus": 0}},
+    ],
     "target_ongoing_per_replica": 3.0,
     "smoothing_s": 3.0,
     "down_after_s": 10.0,
-    "config": {"service_ms": 300},
 }
 
 

@@ -21,12 +21,13 @@ from __future__ import annotations
 
 import builtins
 import contextlib
+import logging
 import os
 import time
 import uuid
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from lyra_ray.client.home import recorded_auth_mode, resolve_token
 from lyra_ray.contract.errors import AuthError
@@ -46,9 +47,12 @@ from lyra_ray.model import JobSpec
 from lyra_ray.model.errors import InputError
 from lyra_ray.model.spec import load_job_entries
 from lyra_ray.model.state import spec_to_dict
-from lyra_ray.serving.spec import parse_service_spec
+
+if TYPE_CHECKING:
+    from lyra_ray.client.service_handle import ServiceHandle
 
 SpecError = InputError
+log = logging.getLogger(__name__)
 TERMINAL = frozenset({"finished", "cancelled", "failed"})
 T = TypeVar("T")
 BOUNDARY_TIMEOUT_S = 900.0
@@ -80,6 +84,8 @@ class Client:
         from lyra_ray.client.user_env import ray_job_id
 
         self.ray_job = ray_job_id()
+        self.deploy_notes: list[str] = []
+        """What the last deploy said each service's copies run (one line each)."""
         self.dropped_env: list[str] = []
         """Keys of the driver's runtime env the last submission did not carry (told to
         the user by the CLI): fields lyra does not support, and any lyra token."""
@@ -260,14 +266,72 @@ class Client:
 
     # ------------------------------------------------------------------ serving
 
-    def deploy_service(self, spec: Mapping[str, Any]) -> str:
-        """Register and deploy an inference service on the inference pool; returns its
-        HTTP URL. The spec is checked here first, then against the live pool."""
-        parse_service_spec(spec)
-        reply: dict[str, Any] = self._call("deploy_service", dict(spec), retry=False)
+    def deploy_service(
+        self,
+        spec: Mapping[str, Any] | str | Path,
+        runtime_env: Mapping[str, Any] | None = None,
+    ) -> str:
+        """Deploy one inference service on the inference pool; returns its HTTP URL.
+
+        ``spec``: the service's fields (your Serve app: ``name``, ``import_path``,
+        ``args``, ``runtime_env``, ``deployments``, and lyra's sizing fields, see
+        docs/cli.md), a Serve config holding one application, or a path to either
+        (local paths in it relative to its folder). ``runtime_env`` (relative to the
+        current directory) goes under the service's own. Its code is uploaded as a
+        job's is; the scheduler then imports and builds the app in a Ray task before
+        deploying anything. A refusal raises :class:`SpecError` naming the field."""
+        urls = self.deploy_services(spec, runtime_env)
+        if len(urls) != 1:
+            raise SpecError(f"service: {len(urls)} applications given; use deploy_services()")
+        return next(iter(urls.values()))
+
+    def deploy_services(
+        self,
+        config: Mapping[str, Any] | Sequence[Mapping[str, Any]] | str | Path,
+        runtime_env: Mapping[str, Any] | None = None,
+    ) -> dict[str, str]:
+        """Deploy every application of a Serve config (or one service's fields, or a
+        list of services), all checked before any is deployed; returns each service's
+        URL by name."""
+        from lyra_ray.client.service_files import (
+            localized,
+            prepared,
+            read_service_file,
+            services_of,
+        )
+
+        base: str | Path = "."
+        if isinstance(config, str | Path):
+            base, config = Path(config).parent, read_service_file(config)
+        given: list[Any] = list(config) if isinstance(config, list | tuple) else [config]
+        services = [s for c in given for s in services_of(c)]
+        raws = prepared(localized(services, base), base, runtime_env)
+        reply: dict[str, Any] = self._call(
+            "deploy_services", raws, retry=False, timeout=BOUNDARY_TIMEOUT_S
+        )
         if not reply.get("ok"):
             raise SpecError(str(reply.get("error")))
-        return str(reply["url"])
+        self.deploy_notes = [str(s["note"]) for s in reply["services"] if s.get("note")]
+        for note in self.deploy_notes:
+            (log.warning if "autoscaling_config" in note else log.info)("%s", note)
+        return {str(s["service"]): str(s["url"]) for s in reply["services"]}
+
+    def service_handle(self, name: str) -> ServiceHandle:
+        """A handle on service ``name``'s application for Python callers:
+        ``handle.remote(...)`` / ``handle.method.remote(...)`` reach the ingress
+        deployment of a serving server's copy, across lends and reclaims (through
+        lyra's ingress, which counts the call as demand and drains it like a request)."""
+        from lyra_ray.client.service_handle import ServiceHandle
+
+        for s in self.overview()["serving"]["services"]:
+            if s["name"] == name:
+                if s.get("model") != "app":
+                    raise SpecError(
+                        f"field 'service': {name!r} is lyra's {s.get('model')} "
+                        "service; handles reach users' applications"
+                    )
+                return ServiceHandle(name)
+        raise SpecError(f"field 'service': unknown service {name!r}")
 
     def remove_service(self, name: str) -> None:
         reply: dict[str, Any] = self._call("remove_service", name)

@@ -3,8 +3,11 @@
 1. ``lyra up --local``: a head, training nodes (V100, T4) and an inference pool of two
    T4 servers as ``ray start`` processes, and the scheduler actor with the ``lyra``
    policy (capacity loaning + elastic training).
-2. ``lyra serve deploy``: a dense torch model on Ray Serve behind an HTTP route; its
-   replicas run only on the inference pool, and lyra owns them.
+2. ``lyra serve deploy``: a plain Ray Serve app, a dense torch model behind an HTTP
+   route (``examples/dense``, shipped from its folder as its runtime_env, no lyra import
+   in it); one copy runs on each serving inference server, and lyra owns them. Each
+   request runs the real model (a larger one than the example's default, so that the
+   day's peak needs both servers on this CPU-only host; no modelled time).
 3. Jobs arrive two ways: ``ray job submit -- lyra submit jobs/examples/tiny.yaml`` (a
    driver inside the cluster) and the Python SDK (``jobs/examples/loaning.yaml``: an
    elastic job on the inference pool's GPU type).
@@ -74,6 +77,21 @@ def show_servers(view: dict[str, Any], seen: dict[str, tuple[Any, ...]]) -> None
             seen[n["id"]] = (n["state"],)
 
 
+def demo_service(home: Path) -> Path:
+    """``examples/dense/service.yaml`` sized for the demo: a model whose real forward pass
+    takes tens of milliseconds on one CPU thread, and a target of in-flight requests
+    that makes the day's peak need both inference servers and its trough one."""
+    import yaml
+
+    spec = yaml.safe_load((ROOT / "examples" / "dense" / "service.yaml").read_text())
+    spec["args"] = {"hidden": 1024, "layers": 8}
+    spec["runtime_env"] = {"working_dir": str(ROOT / "examples" / "dense")}
+    spec["target_ongoing_per_replica"] = 0.1
+    out = home / "dense-service.yaml"
+    out.write_text(yaml.safe_dump(spec))
+    return out
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--nodes", default="v100=1x2,t4=1x2")
@@ -116,7 +134,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         # the page's login link, as a user gets it; open it while the demo runs
         link = lyra("page", check=False).stdout.split("\n")[0].strip()
-        lyra("serve", "deploy", str(ROOT / "jobs" / "examples" / "dense-service.yaml"))
+        lyra("serve", "deploy", str(demo_service(Path(home))))
         print(
             "$ ray job submit --working-dir . --no-wait -- lyra submit jobs/examples/tiny.yaml",
             flush=True,

@@ -1,7 +1,8 @@
 """``lyra serve deploy|list|remove|load``: inference services on the inference pool.
 
-A service is deployed by the scheduler, which then owns its replicas: it lends the
-servers the service does not need to training and reclaims them when its load returns.
+A service is the user's own Ray Serve application (or lyra's built-in MoE service),
+deployed by the scheduler, which then owns its replicas: it lends the servers the
+service does not need to training and reclaims them when its load returns.
 ``load`` drives real HTTP requests at a service along a compressed day (or a constant
 rate, or a spike) and reports latency and failures, so a loan-and-reclaim cycle can be
 watched under traffic.
@@ -23,11 +24,20 @@ def register(sub: Any) -> None:
     grp = sub.add_parser("serve", help="inference services lyra owns (deploy, list, load)")
     cmds = grp.add_subparsers(dest="serve_command", metavar="SUBCOMMAND", required=True)
 
-    p = cmds.add_parser("deploy", help="deploy a service from a YAML/JSON file or flags")
-    p.add_argument("file", nargs="?", help="a file holding one service's fields")
+    p = cmds.add_parser(
+        "deploy", help="deploy your Serve app (a service file, a Serve config, or flags)"
+    )
+    p.add_argument(
+        "file",
+        nargs="?",
+        help="a service's fields, or a Serve config (applications: [...], a lyra: block each)",
+    )
     p.add_argument("--name", help="service name (when no file is given)")
-    p.add_argument("--model", default="dense", help="dense (a small torch MLP) | moe")
-    p.add_argument("--target-ongoing", type=float, default=None, help="requests per replica")
+    p.add_argument("--import-path", help="your application: module:attr (when no file)")
+    p.add_argument("--working-dir", help="folder shipped as the app's runtime_env working_dir")
+    p.add_argument("--route", help="public HTTP route (default /NAME)")
+    p.add_argument("--model", default="app", help="app (your import path) | moe (lyra's MoE)")
+    p.add_argument("--target-ongoing", type=float, default=None, help="requests per GPU replica")
     p.add_argument("--address", default=None)
     p.set_defaults(func=_deploy)
 
@@ -63,38 +73,38 @@ def _client(address: str | None) -> Any:
     return live_client(address)
 
 
-def _read_spec(args: argparse.Namespace) -> dict[str, Any]:
-    if args.file:
-        import yaml
+def _read_spec(args: argparse.Namespace) -> tuple[Any, Path]:
+    """What to deploy and the folder its local paths are relative to."""
+    from lyra_ray.client.service_files import read_service_file
 
-        try:
-            text = Path(args.file).read_text()
-        except OSError as e:
-            raise InputError(f"{args.file}: cannot read ({e.strerror})") from None
-        try:
-            raw = yaml.safe_load(text)
-        except yaml.YAMLError as e:
-            raise InputError(f"{args.file}: malformed YAML: {e}") from None
-        if raw is None:
-            raise InputError(f"{args.file}: empty file")
-        if not isinstance(raw, dict):
-            raise InputError(f"{args.file}: expected a mapping of service fields")
-        return raw
+    if args.file:
+        return read_service_file(args.file), Path(args.file).parent
     if not args.name:
         raise InputError("serve deploy: give a FILE or --name")
-    raw = {"name": args.name, "model": args.model}
+    raw: dict[str, Any] = {"name": args.name, "model": args.model}
+    if args.import_path is not None:
+        raw["import_path"] = args.import_path
+    if args.working_dir is not None:
+        raw["runtime_env"] = {"working_dir": args.working_dir}
+    if args.route is not None:
+        raw["route"] = args.route
     if args.target_ongoing is not None:
         raw["target_ongoing_per_replica"] = args.target_ongoing
-    return raw
+    return raw, Path(".")
 
 
 def _deploy(args: argparse.Namespace) -> int:
-    from lyra_ray.serving.spec import parse_service_spec
+    from lyra_ray.client.service_files import localized, services_of
 
-    raw = _read_spec(args)
-    spec = parse_service_spec(raw)  # before touching the cluster
-    url = _client(args.address).deploy_service(raw)
-    print(f"service {spec.name} deployed: {url}")
+    raw, base = _read_spec(args)
+    # every field and local path checked before the cluster is reached
+    services = localized(services_of(raw), base)
+    client = _client(args.address)
+    urls = client.deploy_services(services)
+    for note in client.deploy_notes:
+        print(note)
+    for name, url in urls.items():
+        print(f"service {name} deployed: {url}")
     return 0
 
 
@@ -108,12 +118,12 @@ def _list(args: argparse.Namespace) -> int:
     from rich.table import Table
 
     t = Table(title=f"lyra services (demand: {serving['demand_servers']} servers)")
-    for col in ("service", "model", "replicas", "ready", "servers", "url"):
+    for col in ("service", "app", "replicas", "ready", "servers", "url"):
         t.add_column(col)
     for s in serving["services"]:
         t.add_row(
             s["name"],
-            s["model"],
+            s.get("import_path") or s["model"],
             str(s["replicas"]),
             str(s["ready"]),
             str(s["demand_servers"]),

@@ -22,6 +22,7 @@ from typing import Any
 
 from lyra_ray.model.errors import InputError
 from lyra_ray.runtime.store import STATE_FORMAT, StateStore
+from lyra_ray.serving.restore import uploaded_packages
 
 DB = "lyra.sqlite"
 
@@ -45,6 +46,10 @@ class SavedSummary:
     archived: int = 0
     nodes: int = 0
     services: tuple[str, ...] = ()
+    uploaded: tuple[str, ...] = ()
+    """Services among ``services`` whose code the client uploaded to the saved state's
+    cluster (``gcs://`` packages): a new cluster cannot run them, so ``lyra up`` drops
+    them (:mod:`lyra_ray.serving.restore`) and says so."""
 
     @property
     def unfinished(self) -> int:
@@ -60,6 +65,7 @@ class SavedSummary:
             "archived": self.archived,
             "nodes": self.nodes,
             "services": list(self.services),
+            "uploaded": list(self.uploaded),
         }
 
 
@@ -103,7 +109,9 @@ def _summarise(src: Path, store: StateStore) -> SavedSummary | None:
         return SavedSummary(str(src), fmt, None, archived=archived) if archived else None
     core = saved["core"]
     statuses = Counter(str(j["status"]) for j in core["jobs"])
-    services = tuple(sorted((saved.get("serving") or {}).get("services") or {}))
+    specs = (saved.get("serving") or {}).get("services") or {}
+    services = tuple(sorted(specs))
+    uploaded = tuple(n for n in services if uploaded_packages(specs[n]))
     return SavedSummary(
         path=str(src),
         format=fmt,
@@ -112,6 +120,7 @@ def _summarise(src: Path, store: StateStore) -> SavedSummary | None:
         archived=archived,
         nodes=len(core["nodes"]),
         services=services,
+        uploaded=uploaded,
     )
 
 
@@ -121,8 +130,14 @@ def describe(summary: SavedSummary, policy: str) -> str:
     parts = [f"resuming from {summary.path}: {jobs}"]
     if summary.archived:
         parts.append(f"{summary.archived} ended in the archive")
-    if summary.services:
-        parts.append(f"service(s) {', '.join(summary.services)} deployed again")
+    kept = [n for n in summary.services if n not in summary.uploaded]
+    if kept:
+        parts.append(f"service(s) {', '.join(kept)} deployed again")
+    if summary.uploaded:
+        parts.append(
+            f"service(s) {', '.join(summary.uploaded)} dropped: their code was uploaded to "
+            "the old cluster's GCS, deploy them again from their folders"
+        )
     if summary.policy is not None and summary.policy != policy:
         parts.append(
             f"the policy changed from {summary.policy} to {policy}: only its own saved "

@@ -179,6 +179,7 @@ class GlobalScheduler:
         }
         self.runtime.load_state(saved["runtime"])
         self.serving.load_state(saved.get("serving", {}))
+        self.live.restored["services_dropped"] = dict(self.serving.dropped)
         self.serving.node_events([m.NodeUp(n) for n in self.core.nodes.values()])
         self.runtime.seed_nodes(self.core.nodes.values())
         self.live.reasons = dict(saved.get("reasons", {}))
@@ -279,6 +280,11 @@ class GlobalScheduler:
 
     def deploy_service(self, raw: dict[str, Any], auth: str | None = None) -> dict[str, Any]:
         return self.views.deploy_service(raw, auth)
+
+    def deploy_services(
+        self, raws: list[dict[str, Any]], auth: str | None = None
+    ) -> dict[str, Any]:
+        return self.views.deploy_services(raws, auth)
 
     def remove_service(self, name: str, auth: str | None = None) -> dict[str, Any]:
         return self.views.remove_service(name, auth)

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import threading
 import time
-from dataclasses import asdict
+from dataclasses import asdict, replace
 from typing import TYPE_CHECKING, Any
 
 import ray
@@ -153,20 +153,57 @@ class SchedulerViews:
 
     def deploy_service(self, raw: dict[str, Any], auth: str | None = None) -> dict[str, Any]:
         """Register and deploy an inference service; refused whole, naming the field."""
+        reply = self.deploy_services([raw], auth)
+        if not reply["ok"]:
+            return reply
+        (one,) = reply["services"]
+        return {"ok": True, **one}
+
+    def deploy_services(
+        self, raws: list[dict[str, Any]], auth: str | None = None
+    ) -> dict[str, Any]:
+        """Deploy several services (a Serve config's applications): every one is checked,
+        its application imported and built, before any is deployed; one refusal deploys
+        none. The reply carries each one's URL and the line saying what its copies run."""
+        from lyra_ray.runtime.app_check import check_app
+        from lyra_ray.serving.copy_plan import app_target
+
         self.users.require_admin(auth, "deploying a service")
         try:
-            spec = parse_service_spec(raw)
+            if not isinstance(raws, list) or not raws:
+                raise InputError("services: expected a non-empty list of services")
+            specs = [parse_service_spec(raw) for raw in raws]
+            names = [s.name for s in specs]
+            if len(set(names)) < len(names):
+                raise InputError(f"services: field 'name': {names} repeats a name")
             deadline = time.monotonic() + 3 * self.cfg.period_s + 5.0
             while not self.serving.nodes and time.monotonic() < deadline:
                 self.wake.set()  # the next cycle reads the inventory
                 time.sleep(0.2)
+            with self.lock:  # the cheap checks first: routes, room on the servers
+                for spec in specs:
+                    self.serving.check(spec, None, specs)
+            checked = []
+            for raw, spec in zip(raws, specs, strict=True):
+                shape = check_app(spec, self.cfg.entrypoint_check_s) if spec.app else None
+                own = "target_ongoing_per_replica" in raw
+                target = app_target(shape) if shape is not None else None
+                if not own and target is not None:
+                    spec = replace(spec, target_ongoing_per_replica=target)
+                checked.append((spec, shape, own))
             with self.lock:
-                url = self.serving.deploy(spec)
+                batch = [spec for spec, _, _ in checked]
+                for spec, shape, _ in checked:
+                    self.serving.check(spec, shape, batch)
+                out = []
+                for spec, shape, own in checked:
+                    url, note = self.serving.deploy(spec, shape, own)
+                    out.append({"service": spec.name, "url": url, "note": note})
                 self._save()
         except InputError as e:
             return {"ok": False, "error": str(e)}
         self.wake.set()
-        return {"ok": True, "service": spec.name, "url": url}
+        return {"ok": True, "services": out}
 
     def remove_service(self, name: str, auth: str | None = None) -> dict[str, Any]:
         self.users.require_admin(auth, "removing a service")

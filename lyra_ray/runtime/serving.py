@@ -1,22 +1,26 @@
 """The live serving side: inference services on the inference pool, lent and reclaimed.
 
 The scheduler owns every inference service (:mod:`lyra_ray.serving.apps` says how one
-is laid out on Serve). This module carries out the core's loaning actions on them and
-tells the core how many servers serving needs:
+is laid out on Serve: per server, a copy of a user's application, or lyra's MoE
+devices). This module carries out the core's loaning actions on them and tells the core
+how many servers serving needs:
 
 - ``Lend(node)``: the server is *draining*: the ingresses stop sending it requests at
-  once, and once nothing is in flight there its backend apps are deleted; then it is
-  *lent* and training may start on it (:meth:`node_ready`).
+  once, and once nothing is in flight there (streams included) its applications are
+  deleted; then it is *lent* and training may start on it (:meth:`node_ready`).
 - ``Reclaim(node)``: the server is *reclaiming*: once no training run holds it any more
-  its backend apps are deployed again, and once they run the ingresses route to it and
-  it is *serving*. The time from the demand rise to that moment is the reclaim latency.
+  its applications are deployed again (:mod:`lyra_ray.runtime.service_copies`), and
+  once they run the ingresses route to it and it is *serving*. The time from the demand
+  rise to that moment is the reclaim latency. Replicas on the other servers are never
+  touched: each server's application is deployed and deleted on its own.
 - Demand: each poll samples every ingress (time-averaged requests in flight), feeds
   each service's :class:`~lyra_ray.serving.demand.DemandEstimator`, and reports a
   :class:`~lyra_ray.model.ServingDemand` when the number of servers needed changes.
 
-Every server hosts every service (``replicas_per_server`` replicas each, one GPU per
-replica), so the pool's demand is the largest of the services' demands. Nothing here
-decides what to lend: that is the policy's, through the core.
+Every server hosts every service (its share of the server's GPUs), so the pool's
+demand is the largest of the services' demands. A user's application enters routing
+on a server only once its copy there runs. Nothing here decides what to lend: that is
+the policy's, through the core.
 """
 
 from __future__ import annotations
@@ -31,26 +35,30 @@ from ray import serve
 from lyra_ray import model as m
 from lyra_ray.contract.page import claims_page_route
 from lyra_ray.model.errors import InputError
+from lyra_ray.runtime.job_env import UriKeeper
 from lyra_ray.runtime.pool_demand import PoolDemand
+from lyra_ray.runtime.service_copies import CopyDeployer, deploy_unblocked
 from lyra_ray.serving import apps
-from lyra_ray.serving.capacity import check_fits, replicas_on
-from lyra_ray.serving.spec import ServiceSpec, parse_service_spec
+from lyra_ray.serving.capacity import check_fits, check_route, replicas_on
+from lyra_ray.serving.copy_plan import AppShape, copy_counts, deploy_note, gpu_replicas
+from lyra_ray.serving.restore import restore_services
+from lyra_ray.serving.spec import ServiceSpec
 
 log = logging.getLogger(__name__)
 
 SERVING, DRAINING, LENT, RECLAIMING = "serving", "draining", "lent", "reclaiming"
 CALL_TIMEOUT_S = 30.0
+RETRY_DEPLOY_S = 15.0
+"""A copy whose deploy failed is deployed again this long after (not every poll)."""
 
 
 def _result(response: Any) -> Any:
     return response.result(timeout_s=CALL_TIMEOUT_S)
 
 
-def _deploy(app: Any, name: str, route: str | None) -> None:
-    """Deploy without waiting for the replicas (the scheduler loop must not stall)."""
-    from ray.serve.api import _run
-
-    _run(app, _blocking=False, name=name, route_prefix=route)
+def _running(status: Mapping[str, Any], name: str) -> bool:
+    app = status.get(name)
+    return app is not None and str(app.status).endswith("RUNNING")
 
 
 class ServingPool:
@@ -64,6 +72,13 @@ class ServingPool:
         self.node_held = node_held
         self.http_host, self.http_port = http_host, http_port
         self.services: dict[str, ServiceSpec] = {}
+        self.shapes: dict[str, AppShape] = {}
+        """Per user service: its application's shape, as importing it found."""
+        self.copies = CopyDeployer()
+        self.keeper = UriKeeper()
+        """Keeps the services' uploaded code in the GCS while they live."""
+        self._status: Mapping[str, Any] = {}
+        """``serve.status().applications`` as this poll read it."""
         self.demand = PoolDemand()
         self.nodes: dict[str, m.Node] = {}
         """The inference servers, as the inventory reports them."""
@@ -76,14 +91,19 @@ class ServingPool:
         the Reclaim action."""
         self.lends: list[dict[str, Any]] = []
         self._serve_started = False
+        self._routed: dict[str, set[str]] = {}
+        """Per service: the servers its ingress was last told."""
         self._reroute = False
         """An ingress could not be told its servers (still starting): retry next poll."""
+        self.dropped: dict[str, str] = {}
+        """Saved services a restart did not deploy again, with the line saying why."""
 
     # ------------------------------------------------------------------ persistence
 
     def to_state(self) -> dict[str, Any]:
         return {
             "services": {k: s.to_dict() for k, s in sorted(self.services.items())},
+            "shapes": {k: s.to_dict() for k, s in sorted(self.shapes.items())},
             **self.demand.to_state(),
             "state": dict(sorted(self.state.items())),
             "reclaims": self.reclaims[-1000:],
@@ -91,7 +111,19 @@ class ServingPool:
         }
 
     def load_state(self, saved: Mapping[str, Any]) -> None:
-        self.services = {k: parse_service_spec(v) for k, v in saved.get("services", {}).items()}
+        """Resume a saved serving state. Each saved service is deployed again, or dropped
+        with one line saying why (:mod:`lyra_ray.serving.restore`: its uploaded code is
+        gone with an old cluster's GCS); ``dropped`` keeps those lines for ``ping``. A
+        kept service whose ingress Serve does not run (a new cluster) gets it deployed
+        again here; its copies follow as servers serve (:meth:`_serving_step`, and
+        :meth:`node_events` for the new cluster's servers)."""
+        from lyra_ray.runtime.job_env import missing_packages
+
+        restored = restore_services(saved, missing_packages)
+        self.services, self.shapes = restored.services, restored.shapes
+        self.dropped = restored.dropped
+        for line in restored.dropped.values():
+            log.warning("%s", line)
         self.state = dict(saved.get("state", {}))
         self.demand.load_state(saved)
         self.reclaims = list(saved.get("reclaims", []))
@@ -99,6 +131,12 @@ class ServingPool:
         self._resize_demand(saved.get("estimators", {}))
         if self.services:
             self._start_serve()
+            running = serve.status().applications
+            for spec in self.services.values():
+                name = apps.ingress_app_name(spec.name)
+                if name not in running:
+                    log.info("service %s: its ingress deployed again", spec.name)
+                    deploy_unblocked(apps.ingress_of(spec, self.upstream()), name, spec.http_route)
 
     # ------------------------------------------------------------------ nodes
 
@@ -120,7 +158,7 @@ class ServingPool:
                 self.state.pop(e.node_id, None)
                 self._route()
                 for name in self.services:  # else Serve retries its replicas forever
-                    serve.delete(apps.backend_app_name(name, e.node_id), _blocking=False)
+                    self.copies.delete(name, e.node_id)
         if changed and self.services:
             self._resize_demand()
 
@@ -131,35 +169,112 @@ class ServingPool:
 
     # ------------------------------------------------------------------ services
 
-    def _replicas(self, spec: ServiceSpec, node: m.Node) -> int:
-        return replicas_on(spec, node, len(self.services))
+    def _counts(self, spec: ServiceSpec, node: m.Node, services: int = 0) -> dict[str, int]:
+        """Replicas per deployment of ``spec``'s application on ``node`` (MoE: its GPUs)."""
+        gpus = replicas_on(spec, node, services or len(self.services))
+        if spec.model == "moe":
+            return {"gpus": gpus}
+        return copy_counts(self.shapes[spec.name], gpus, spec.name, node.id)
 
-    def deploy(self, spec: ServiceSpec) -> str:
-        """Deploy ``spec`` on every serving server; returns its HTTP URL. The operator's
-        page (:mod:`lyra_ray.page`) is a Serve app on the same proxy but never a service
-        here: it is deployed apart, counts in no demand, and its route is refused."""
+    def _replicas(self, spec: ServiceSpec, node: m.Node) -> int:
+        """GPU replicas of ``spec`` on ``node``: what its requests in flight are per."""
+        if spec.model == "moe":
+            return replicas_on(spec, node, len(self.services))
+        try:
+            return gpu_replicas(self.shapes[spec.name], self._counts(spec, node))
+        except InputError:  # a server joined since the deploy, too small for a copy
+            return 1
+
+    def check(
+        self, spec: ServiceSpec, shape: AppShape | None, batch: Sequence[ServiceSpec] = ()
+    ) -> None:
+        """Refuse ``spec`` if the pool cannot host it beside the services it has and the
+        ``batch`` deployed with it (InputError names the field); changes nothing."""
         if claims_page_route(spec.http_route):
             raise InputError(f"field 'route': {spec.http_route!r} is the operator page's route")
-        check_fits(spec, self.services, self.nodes)
+        others = {**self.services, **{b.name: b for b in batch if b.name != spec.name}}
+        check_fits(spec, others, self.nodes)
+        check_route(spec, self._foreign_routes())
+        total = len(others) + 1
+        for node in self.nodes.values():
+            if shape is not None:
+                copy_counts(shape, replicas_on(spec, node, total), spec.name, node.id)
+            for s in self.services.values():  # every service's share shrinks by one more
+                if s.model == "app":
+                    self._counts(s, node, total)
+
+    def _foreign_routes(self) -> dict[str, str]:
+        """Routes of Serve applications on the cluster that are not lyra's (Serve's
+        proxy lists them at ``/-/routes``); {} while Serve is not running."""
+        if not self._serve_started:
+            return {}
+        import json
+        import urllib.request
+
+        try:
+            with urllib.request.urlopen(f"{self.upstream()}/-/routes", timeout=5) as r:
+                routes = json.loads(r.read() or b"{}")
+        except Exception:  # Serve's proxy busy: the services' own routes are still checked
+            log.warning("cannot read Serve's routes", exc_info=True)
+            return {}
+        return {
+            str(route): f"Serve application {app!r}"
+            for route, app in routes.items()
+            if not str(app).startswith("lyra-")
+        }
+
+    def upstream(self) -> str:
+        """Serve's proxy as an ingress replica on the head reaches it."""
+        host = self.http_host if self.http_host not in ("0.0.0.0", "", "::") else "127.0.0.1"
+        return f"http://{host}:{self.http_port}"
+
+    def deploy(
+        self, spec: ServiceSpec, shape: AppShape | None = None, own_target: bool = True
+    ) -> tuple[str, str]:
+        """Deploy ``spec`` on every serving server; returns its HTTP URL and the one line
+        that says what each server's copy runs (``own_target``: the service set its
+        target itself, else it came from an ``autoscaling_config``). The operator's page
+        (:mod:`lyra_ray.page`) is a Serve app on the same proxy but never a service here:
+        it is deployed apart, counts in no demand, and its route is refused."""
         self._start_serve()
+        self.check(spec, shape)
         self.services[spec.name] = spec
+        if shape is not None:
+            self.shapes[spec.name] = shape
         serving = sum(1 for st in self.state.values() if st in (SERVING, RECLAIMING))
         self._resize_demand(start={spec.name: serving})
         for node, st in sorted(self.state.items()):
             if st == SERVING:  # lent and draining servers get it when they come back
                 self._deploy_backend(spec, node)
-        _deploy(apps.ingress_of(spec), apps.ingress_app_name(spec.name), spec.http_route)
+        deploy_unblocked(
+            apps.ingress_of(spec, self.upstream()),
+            apps.ingress_app_name(spec.name),
+            spec.http_route,
+        )
         self._route()
-        return self.url(spec.name)
+        note = ""
+        if shape is not None and self.nodes:
+            smallest = min(self.nodes.values(), key=lambda n: n.num_gpus)
+            note = deploy_note(
+                spec.name,
+                shape,
+                self._counts(spec, smallest),
+                spec.target_ongoing_per_replica,
+                own_target,
+            )
+            log.info("%s", note)
+        return self.url(spec.name), note
 
     def remove(self, name: str) -> None:
         spec = self.services.pop(name, None)
         if spec is None:
             raise InputError(f"field 'service': unknown service {name!r}")
         self.demand.forget(name)
+        self.shapes.pop(name, None)
         serve.delete(apps.ingress_app_name(name), _blocking=False)
         for node in self.state:
-            serve.delete(apps.backend_app_name(name, node), _blocking=False)
+            self.copies.delete(name, node)
+        self.copies.forget(name)
 
     def url(self, name: str) -> str:
         return f"http://{self.http_host}:{self.http_port}{self.services[name].http_route}"
@@ -182,9 +297,14 @@ class ServingPool:
         self._serve_started = True
 
     def _deploy_backend(self, spec: ServiceSpec, node: str) -> None:
-        n = self.nodes[node]
-        app = apps.backend_of(spec, node, self._replicas(spec, n))
-        _deploy(app, apps.backend_app_name(spec.name, node), None)
+        if not self.copies.may_deploy(spec.name, node, RETRY_DEPLOY_S):
+            return
+        try:
+            counts = self._counts(spec, self.nodes[node])
+        except InputError as e:  # a server joined since the deploy, too small for a copy
+            self.copies.failed(spec.name, node, str(e))
+            return
+        self.copies.deploy(spec, self.shapes.get(spec.name), node, counts)
 
     def _deploy_backends(self, node: str) -> None:
         for spec in self.services.values():
@@ -193,20 +313,33 @@ class ServingPool:
     def _ingress(self, name: str) -> Any:
         return serve.get_app_handle(apps.ingress_app_name(name))
 
+    def _targets(self, name: str) -> dict[str, list[Any]]:
+        """The servers ``name``'s ingress should send requests to, with their GPU
+        replicas: the serving ones (for a user's application: whose copy runs)."""
+        spec = self.services[name]
+        out: dict[str, list[Any]] = {}
+        for node, st in sorted(self.state.items()):
+            if st != SERVING or node not in self.nodes:
+                continue
+            app = apps.backend_app_name(name, node)
+            if spec.model == "app" and not _running(self._status, app):
+                continue
+            out[node] = [app, self._replicas(spec, self.nodes[node])]
+        return out
+
     def _route(self) -> None:
-        """Tell every ingress which servers take new requests: the serving ones."""
-        for name, spec in self.services.items():
-            backends = {
-                node: [apps.backend_app_name(name, node), self._replicas(spec, self.nodes[node])]
-                for node, st in self.state.items()
-                if st == SERVING and node in self.nodes
-            }
+        """Tell every ingress which servers take new requests."""
+        if any(s.model == "app" for s in self.services.values()):
+            self._status = serve.status().applications
+        for name in self.services:
+            backends = self._targets(name)
             try:
                 _result(self._ingress(name).set_backends.remote(backends))
             except Exception:  # the ingress may still be starting: the next poll retries
                 log.info("ingress of %s not ready yet", name, exc_info=True)
                 self._reroute = True
                 return
+            self._routed[name] = set(backends)
         self._reroute = False
 
     def _resize_demand(
@@ -258,7 +391,10 @@ class ServingPool:
 
     def _backends_exist(self, node: str) -> bool:
         names = set(serve.status().applications)
-        return any(apps.backend_app_name(s, node) in names for s in self.services)
+        return any(
+            apps.backend_app_name(s, node) in names or self.copies.busy(s, node)
+            for s in self.services
+        )
 
     # ------------------------------------------------------------------ poll
 
@@ -272,24 +408,41 @@ class ServingPool:
 
     def poll(self, now: float) -> list[m.Event]:
         """Advance drains and reclaims; report the demand when it changes."""
-        if self._reroute:
-            self._route()
+        self.copies.reap()
         status = serve.status().applications if self.services else {}
+        self._status = status
+        self.keeper.keep(s.app.runtime_env for s in self.services.values() if s.app)
         for node, st in sorted(self.state.items()):
             if st == DRAINING:
                 self._drain_step(node, status)
             elif st == RECLAIMING:
                 self._reclaim_step(node, status, now)
+            elif st == SERVING and node in self.nodes:
+                self._serving_step(node, status)
+        if self._reroute or any(
+            set(self._targets(n)) != self._routed.get(n) for n in self.services
+        ):
+            self._route()
         return self.demand.sample(now, self._stats)
+
+    def _serving_step(self, node: str, status: Mapping[str, Any]) -> None:
+        """A serving server whose copy of a user's application is missing (its deploy
+        failed, or Serve lost it) gets it deployed again."""
+        for name, spec in self.services.items():
+            app = apps.backend_app_name(name, node)
+            if spec.model == "app" and app not in status and not self.copies.busy(name, node):
+                self._deploy_backend(spec, node)
 
     def _drain_step(self, node: str, status: Mapping[str, Any]) -> None:
         names = [apps.backend_app_name(s, node) for s in self.services]
         if node not in self.deleting:
+            if any(self.copies.busy(s, node) for s in self.services):
+                return  # a copy still being deployed: delete it once it has landed
             busy = sum(_result(self._ingress(s).inflight_on.remote(node)) for s in self.services)
             if busy:
                 return
-            for name in names:
-                serve.delete(name, _blocking=False)
+            for s in self.services:
+                self.copies.delete(s, node)
             self.deleting.add(node)
         if not any(name in status for name in names):
             self.deleting.discard(node)
@@ -304,10 +457,10 @@ class ServingPool:
             if self.node_held(node):
                 return  # training is still leaving the server
             for s, name in names.items():
-                if name not in status:
+                if name not in status and not self.copies.busy(s, node):
                     self._deploy_backend(self.services[s], node)
             return
-        if not all(str(status[name].status).endswith("RUNNING") for name in names.values()):
+        if not all(_running(status, name) for name in names.values()):
             return
         self.state[node] = SERVING
         self._route()
@@ -333,8 +486,8 @@ class ServingPool:
             got = dict(_result(self._ingress(name).stats.remote()))
         except Exception:
             return None
-        serving = {n for n, st in self.state.items() if st == SERVING and n in self.nodes}
-        if set(got.get("routing", serving)) != serving:
+        expected = set(self._targets(name))
+        if set(got.get("routing", expected)) != expected:
             self._reroute = True
         return got
 
@@ -364,11 +517,15 @@ class ServingPool:
         services = []
         for name, spec in sorted(self.services.items()):
             replicas = ready = 0
+            shape = self.shapes.get(name)
+            gpu_names = {d.name for d in shape.gpu_deployments} if shape is not None else set()
             for node, st in self.state.items():
                 app = status.get(apps.backend_app_name(name, node))
                 if app is None:
                     continue
-                for d in app.deployments.values():
+                for dep_name, d in app.deployments.items():
+                    if spec.model == "app" and dep_name not in gpu_names:
+                        continue  # a user's copy: its GPU replicas are the service's
                     states = {str(k).split(".")[-1]: int(v) for k, v in d.replica_states.items()}
                     replicas += sum(states.values())
                     ready += states.get("RUNNING", 0) if st == SERVING else 0
@@ -386,6 +543,16 @@ class ServingPool:
                         if k in ("completed", "failed", "ongoing_avg", "ongoing")
                     },
                     **({"plan": self._plan(name)} if spec.model == "moe" else {}),
+                    **(
+                        {"import_path": spec.app.import_path, "ingress": shape.ingress}
+                        if spec.app is not None and shape is not None
+                        else {}
+                    ),
+                    "failures": {
+                        n[:12]: why
+                        for (s, n), (_, why) in self.copies.failures.items()
+                        if s == name
+                    },
                 }
             )
         return {

@@ -10,10 +10,22 @@ from collections.abc import Mapping
 
 from lyra_ray.model import Node
 from lyra_ray.model.errors import InputError
+from lyra_ray.serving.app_spec import routes_clash
 from lyra_ray.serving.spec import ServiceSpec, moe_knobs
 
-LIVE_MODELS = ("dense", "moe")
+LIVE_MODELS = ("app", "moe")
 """Service kinds the live runtime can deploy today."""
+
+
+def check_route(spec: ServiceSpec, taken: Mapping[str, str]) -> None:
+    """Refuse a route another service or application holds (``taken``: route prefix ->
+    who holds it); lyra's internal prefix is refused when the spec is parsed."""
+    route = spec.http_route
+    for other, who in sorted(taken.items()):
+        if routes_clash(route, other):
+            raise InputError(
+                f"service {spec.name!r}: field 'route': {route} is taken by {who} ({other})"
+            )
 
 
 def replicas_on(spec: ServiceSpec, node: Node, services: int) -> int:
@@ -31,8 +43,7 @@ def check_fits(
         raise InputError(f"service {name!r}: field 'model': {spec.model!r} cannot run live yet")
     if name in services:
         raise InputError(f"service {name!r}: field 'name': already deployed")
-    if any(s.http_route == spec.http_route for s in services.values()):
-        raise InputError(f"service {name!r}: field 'route': {spec.http_route} is taken")
+    check_route(spec, {s.http_route: f"service {s.name!r}" for s in services.values()})
     if not nodes:
         raise InputError(f"service {name!r}: the cluster has no inference-pool server")
     if spec.min_servers > len(nodes):

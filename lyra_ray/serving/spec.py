@@ -1,10 +1,12 @@
 """An inference service as a user registers it with lyra, checked at the boundary.
 
-A service is a Ray Serve application whose replicas (one GPU each) run only on
-inference-pool servers, behind one HTTP route. lyra owns its replicas: it lends the
-servers the service does not need to training and takes them back when its load
-returns, so the spec carries what the demand estimate needs (the load one replica
-should carry) besides what to run.
+A service is a Ray Serve application whose GPU replicas run only on inference-pool
+servers, behind one HTTP route. lyra owns its replicas: it lends the servers the
+service does not need to training and takes them back when its load returns, so the
+spec carries what the demand estimate needs (the load one GPU replica should carry)
+besides what to run: either the user's own application (``model: app``, the default:
+``import_path``, ``args``, ``runtime_env``, ``deployments``, checked by
+:mod:`lyra_ray.serving.app_spec`) or lyra's built-in MoE service (``model: moe``).
 
 Pure: no Ray. Bad input raises :class:`~lyra_ray.model.errors.InputError` naming the
 field, before anything is deployed.
@@ -19,9 +21,15 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from lyra_ray.model.errors import InputError
+from lyra_ray.serving.app_spec import (
+    APP_FIELDS,
+    AppSource,
+    check_not_internal,
+    parse_app_source,
+)
 
-MODELS = ("dense", "moe")
-"""The service kinds lyra knows how to build (see :mod:`lyra_ray.runtime.serving`)."""
+MODELS = ("app", "moe")
+"""``app``: the user's own Serve application; ``moe``: lyra's built-in MoE service."""
 _NAME = re.compile(r"^[a-z][a-z0-9-]{0,30}$")
 _FIELDS = {
     "name",
@@ -34,13 +42,14 @@ _FIELDS = {
     "up_after_s",
     "down_after_s",
     "config",
+    *APP_FIELDS,
 }
 
 
 @dataclass(frozen=True)
 class ServiceSpec:
     name: str
-    model: str = "dense"
+    model: str = "app"
     route: str = ""
     """HTTP route prefix; ``/<name>`` when empty."""
     target_ongoing_per_replica: float = 2.0
@@ -54,6 +63,8 @@ class ServiceSpec:
     down_after_s: float = 30.0
     config: Mapping[str, Any] = field(default_factory=dict)
     """Model knobs: :data:`KNOBS` lists each model's, with their ranges."""
+    app: AppSource | None = None
+    """``model: app``: the user's application (import path, args, runtime env, overrides)."""
 
     @property
     def http_route(self) -> str:
@@ -71,15 +82,12 @@ class ServiceSpec:
             "up_after_s": self.up_after_s,
             "down_after_s": self.down_after_s,
             "config": dict(self.config),
+            **(self.app.to_dict() if self.app is not None else {}),
         }
 
 
 KNOBS: dict[str, dict[str, tuple[type, float, float]]] = {
-    "dense": {
-        "hidden": (int, 1, 4096),
-        "layers": (int, 1, 64),
-        "service_ms": (float, 0, 60_000),
-    },
+    "app": {},  # the user's application takes its own ``args``
     "moe": {
         "layers": (int, 1, 16),
         "experts": (int, 2, 64),
@@ -267,12 +275,22 @@ def parse_service_spec(raw: Any) -> ServiceSpec:
             f"service: field 'name': {name!r} must be 1-31 lower-case letters, digits or '-', "
             "starting with a letter"
         )
-    model = raw.get("model", "dense")
+    model = raw.get("model", "app")
     if model not in MODELS:
         raise InputError(f"service {name!r}: field 'model': {model!r} is not one of {MODELS}")
+    app = parse_app_source(raw, name) if model == "app" else None
+    given = sorted(k for k in APP_FIELDS if k in raw)
+    if app is None and given:
+        raise InputError(
+            f"service {name!r}: field '{given[0]}': model {model!r} is lyra's built-in "
+            "service; import_path, args, runtime_env and deployments describe your own app"
+        )
     route = raw.get("route", "")
     if not isinstance(route, str) or (route and not re.match(r"^/[A-Za-z0-9_\-/]*$", route)):
         raise InputError(f"service {name!r}: field 'route': {route!r} must start with '/'")
+    if route not in ("", "/") and (route.endswith("/") or "//" in route):
+        raise InputError(f"service {name!r}: field 'route': {route!r}: no empty path segment")
+    check_not_internal(route or f"/{name}", name)
     config = _config(name, model, raw.get("config", {}))
     try:
         return ServiceSpec(
@@ -288,6 +306,7 @@ def parse_service_spec(raw: Any) -> ServiceSpec:
             up_after_s=_number(raw, "up_after_s", 0.0, 0.0, open_low=False),
             down_after_s=_number(raw, "down_after_s", 30.0, 0.0, open_low=False),
             config=dict(config),
+            app=app,
         )
     except InputError as e:
         raise InputError(str(e).replace("service:", f"service {name!r}:", 1)) from None

@@ -14,9 +14,11 @@ from pathlib import Path
 from typing import Any
 
 from tests.chaos.helpers import wait_for
+from tests.ray.app_traffic import AppTraffic
 from tests.ray.http_load import HttpLoad
 
-SERVICES = ("dense", "moe")
+SERVICES = ("user", "moe")
+"""A platform team's own Serve app (``tests/ray/user_app.py``) and lyra's MoE service."""
 SETTLED = ("serving", "lent")
 """Server states a settled pool holds (draining and reclaiming are on the way)."""
 
@@ -78,7 +80,7 @@ def disagreements(client: Any) -> list[str]:
 
 
 def ready(client: Any) -> dict[str, int]:
-    """Ready replicas per service, as the scheduler reports them."""
+    """Ready (GPU) replicas per service, as the scheduler reports them."""
     return {name: int(service(client, name)["ready"]) for name in SERVICES}
 
 
@@ -104,21 +106,31 @@ def wait_recovered(client: Any, want: Callable[[], bool], t0: float, timeout: fl
     return round(time.monotonic() - t0, 2)
 
 
+USER_MIX = {"post": 0.6, "get": 0.25, "stream": 0.15}
+"""The user app's requests per kind, as shares of its rate."""
+
+
 class Traffic:
-    """Open-loop load on both services at once."""
+    """Open-loop load on both services at once: the user app's three routes (JSON POSTs,
+    plain-text GETs, streams of ~2 s), MoE's JSON POSTs."""
 
     def __init__(self, urls: dict[str, str], rates: dict[str, float]) -> None:
-        self.loads = {name: HttpLoad(urls[name]).start(rates[name]) for name in SERVICES}
+        self.app = AppTraffic(urls["user"], stream_n=8, stream_gap_s=0.25)
+        self.app.start({k: share * rates["user"] for k, share in USER_MIX.items()})
+        self.loads = {"moe": HttpLoad(urls["moe"]).start(rates["moe"])}
 
     def set_rates(self, rates: dict[str, float]) -> None:
         for name, rate in rates.items():
-            self.loads[name].set_rate(rate)
+            if name == "user":
+                self.app.set_rates({k: share * rate for k, share in USER_MIX.items()})
+            else:
+                self.loads[name].set_rate(rate)
 
     def stop(self) -> dict[str, dict[str, Any]]:
         """Per service: what was sent, the failures by HTTP status or error after the
         client's one retry, and (``failed_without_retry``) what would have failed
         without it."""
-        out = {}
+        out = {"user": self._user()}
         for name, load in self.loads.items():
             r = load.stop()
             failed = sum(r["failures"].values())
@@ -133,6 +145,28 @@ class Traffic:
                 "p99_ms": r["p99_ms"],
             }
         return out
+
+    def _user(self) -> dict[str, Any]:
+        r = self.app.stop()
+        failures = {
+            f"{kind} {why}": n
+            for kind in ("post", "get", "stream")
+            for why, n in r[kind]["failures"].items()
+        }
+        lat = sorted(
+            1000 * (x["t1"] - x["t0"]) for x in self.app.records if x["kind"] == "post" and x["ok"]
+        )
+        return {
+            "sent": sum(r[k]["sent"] for k in ("post", "get", "stream")),
+            "ok": sum(r[k]["ok"] for k in ("post", "get", "stream")),
+            "failures": failures,
+            "failed": sum(failures.values()),
+            "retried": {},
+            "failed_without_retry": sum(failures.values()),
+            "p50_ms": lat[len(lat) // 2] if lat else None,
+            "p99_ms": lat[min(len(lat) - 1, int(0.99 * len(lat)))] if lat else None,
+            "by_kind": {k: r[k] for k in ("post", "get", "stream")},
+        }
 
 
 def replica_pids(prefix: str) -> set[int]:

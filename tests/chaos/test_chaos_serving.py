@@ -1,32 +1,44 @@
-"""Serving under faults (issue #31, item 5): open-loop traffic on a dense service and the
-MoE service, both owned by the scheduler, while one thing at a time breaks.
+"""Serving under faults (issue #31, item 5; issue #43): open-loop traffic on a platform
+team's own Serve application and on lyra's MoE service, both owned by the scheduler,
+while one thing at a time breaks.
 
 One real local cluster (a head and three two-GPU inference servers) and one scheduler
-(the ``lyra`` policy, lending what serving does not need); the dense service keeps two
-servers at least, so a server is lent at low load and reclaimed at a spike. In order:
+(the ``lyra`` policy, lending what serving does not need). The user's app
+(``tests/ray/user_app.py``: a FastAPI ingress in front of a GPU model, shipped in its
+runtime_env, no lyra import) keeps two servers at least, so a server is lent at low load
+and reclaimed at a spike. In order:
 
-1. a dense replica's process is SIGKILLed: the ingress sends its requests in flight
-   once more, to another server; no request fails;
-2. the dense service's ingress replica is SIGKILLed: Serve starts a new one, which knows
-   no servers; the scheduler sees its routing differ and tells it; requests in flight on
-   the dead ingress fail (counted), none after;
+1. a GPU replica of the user's app is SIGKILLed in the middle of a stream: that
+   stream's client gets an error, not a replay (its tokens stop, no ``[DONE]``); a POST
+   in flight there that reached the app is never sent again (the app counts its calls:
+   no id twice), while a GET that had no answer yet is (idempotent); after recovery
+   nothing fails;
+2. the user service's ingress replica (lyra's reverse proxy) is SIGKILLed: Serve starts a
+   new one, which knows no servers; the scheduler sees its routing differ and tells it;
+   requests in flight on the dead ingress fail (counted), none after;
 3. the scheduler is killed while a reclaim is under way: the restarted scheduler goes on
    with the reclaim from its saved state; no request fails;
-4. a serving server is taken away (its node's processes killed): requests in flight
-   there are sent again; the scheduler deletes the lost server's apps and reclaims the
-   lent one; what failed is counted.
+4. the scheduler restarts where Serve lost the user service's ingress and one server's
+   copy (as on a new cluster under an old state): it deploys both again, drops nothing;
+5. a serving server is taken away (its node's processes killed): what was in flight
+   there fails under the retry rule (counted); the scheduler deletes the lost server's
+   copies and reclaims the lent one; nothing fails after.
 
-For each: the failed requests (by HTTP status or error, with and without the client's
-one retry), the seconds until capacity is back and the scheduler's view of the pool and
-Ray Serve's agree (:func:`~tests.chaos.serving_faults.disagreements`).
+For each: the failed requests (by HTTP status or error), the seconds until capacity is
+back and the scheduler's view of the pool and Ray Serve's agree
+(:func:`~tests.chaos.serving_faults.disagreements`).
 ``LYRA_CHAOS=full`` (``python benchmarks/chaos.py --only serving``) runs longer windows.
 """
 
 from __future__ import annotations
 
+import http.client
+import json
 import os
 import time
+import urllib.request
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -44,16 +56,17 @@ from tests.chaos.serving_faults import (
 )
 from tests.ray.conftest import LiveCluster, start_cluster
 from tests.ray.live_helpers import start_lending_scheduler
+from tests.ray.user_app import calls, write_app
 
 pytestmark = [pytest.mark.ray, pytest.mark.timeout(900)]
 
 GPU = "t4"
-LOW = {"dense": 1.0, "moe": 0.5}
-HIGH = {"dense": 12.0, "moe": 4.0}
-"""Dense: 50 ms a request or more, one replica per server, 0.15 in flight per replica as
-the target: the low rate needs one server (the floor keeps two), the high one all three.
-MoE: a few requests a second."""
-DENSE_REPLICA, DENSE_INGRESS = "ServeReplica:lyra-dense--", "ServeReplica:lyra-dense:ingress"
+LOW = {"user": 0.5, "moe": 0.5}
+HIGH = {"user": 12.0, "moe": 4.0}
+"""User app: 50 ms of model time a request (a stream ~2 s), one GPU replica per server,
+0.4 in flight per replica as the target: the low rate keeps ~0.2 in flight, one server
+(the floor keeps two), the high one ~4, all three. MoE: a few requests a second."""
+USER_REPLICA, USER_INGRESS = "ServeReplica:lyra-user--", "ServeReplica:lyra-user:ingress"
 SETTLE_S = size(4, 30)
 """Traffic kept flowing after capacity is back, to see that nothing fails then."""
 
@@ -83,17 +96,23 @@ def client(live: LiveCluster) -> Any:
 
 
 @pytest.fixture(scope="module")
-def urls(client: Any) -> dict[str, str]:
+def app_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return write_app(tmp_path_factory.mktemp("team") / "shop")
+
+
+@pytest.fixture(scope="module")
+def urls(client: Any, app_dir: Path) -> dict[str, str]:
     common = {"smoothing_s": 1.0, "down_after_s": 4.0}
     out = {
-        "dense": client.deploy_service(
+        "user": client.deploy_service(
             {
-                "name": "dense",
-                "model": "dense",
+                "name": "user",
+                "import_path": "shop:build",
+                "args": {"calls_dir": str(app_dir.parent / "calls"), "delay_ms": 50},
+                "runtime_env": {"working_dir": str(app_dir)},
                 "min_servers": 2,
                 "replicas_per_server": 1,  # the other GPU is the MoE device's
-                "target_ongoing_per_replica": 0.15,
-                "config": {"service_ms": 50},
+                "target_ongoing_per_replica": 0.4,
                 **common,
             }
         ),
@@ -122,25 +141,88 @@ def _report(name: str, fault: dict[str, Any], recovered_s: float, result: Any) -
     record(f"serving_{name}", {**fault, "recovered_s": recovered_s, "views_agree": True, **result})
 
 
-def test_a_killed_replica_loses_no_request(client: Any, live: LiveCluster, urls: Any) -> None:
+def _model_pids() -> set[int]:
+    """The user app's GPU replicas (``ray::ServeReplica:lyra-user--<server>:Model``)."""
+    out = set()
+    for pid in replica_pids(USER_REPLICA):
+        try:
+            title = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")[0]
+        except OSError:
+            continue
+        if title.endswith(b":Model"):
+            out.add(pid)
+    return out
+
+
+def _stream_and_kill(url: str, after_tokens: int = 2) -> dict[str, Any]:
+    """A long stream; once ``after_tokens`` tokens arrived, SIGKILL the GPU replica that
+    makes them (its pid is the stream's first event), then read what still comes."""
+    events: list[str] = []
+    error: BaseException | None = None
+    pid = 0
+    pending = b""
+    with urllib.request.urlopen(f"{url}/stream?id=victim&n=40&gap=0.25", timeout=60) as r:
+        try:
+            # read1, not readline: http.client's readline takes a chunked body that the
+            # server's connection cut short for its end (b""); read1 raises IncompleteRead.
+            while chunk := r.read1(65536):
+                pending += chunk
+                *lines, pending = pending.split(b"\n")
+                for line in lines:
+                    text = line.decode().strip()
+                    if text.startswith("data: "):
+                        events.append(text[len("data: ") :])
+                        if len(events) == 1 + after_tokens:
+                            pid = sigkill(int(json.loads(events[0])["pid"]))
+        except (http.client.HTTPException, OSError) as e:
+            error = e
+    return {"events": events, "error": error, "pid": pid}
+
+
+def test_a_replica_killed_mid_stream_errs_its_client_and_resends_no_post(
+    client: Any, live: LiveCluster, urls: Any, app_dir: Path
+) -> None:
     traffic = Traffic(urls, HIGH)
     try:
         _steady(client, traffic, HIGH)
-        replicas = replica_pids(DENSE_REPLICA)
+        replicas = _model_pids()
         t0 = time.monotonic()
-        pid = sigkill(min(replicas))
+        victim = _stream_and_kill(urls["user"])
+        pid = victim["pid"]
 
         def replaced() -> bool:  # a new replica in its place, and the scheduler counts it
-            now = replica_pids(DENSE_REPLICA)
+            now = _model_pids()
             return pid not in now and bool(now - replicas) and full(client)
 
         took = wait_recovered(client, replaced, t0, 180)
+        during = traffic.stop()
+        records = list(traffic.app.records)
+        traffic = Traffic(urls, HIGH)  # after recovery: nothing may fail
         time.sleep(SETTLE_S)
     finally:
-        result = traffic.stop()
-    _report("replica_kill", {"killed": DENSE_REPLICA, "pid": pid}, took, result)
-    for name in ("dense", "moe"):
-        assert result[name]["failures"] == {} and result[name]["ok"] > 0, result
+        after = traffic.stop()
+    tokens = victim["events"][1:]
+    _report(
+        "replica_kill_mid_stream",
+        {"killed": USER_REPLICA, "pid": pid, "victim_tokens": len(tokens), "after": after},
+        took,
+        during,
+    )
+    # The stream's client saw an error, not a replay: its tokens stop, in order, no end.
+    assert victim["error"] is not None, victim
+    assert tokens == [str(i) for i in range(len(tokens))] and 2 <= len(tokens) < 40, victim
+    seen = calls(app_dir.parent / "calls")
+    assert seen.get("STREAM victim") == 1, seen.get("STREAM victim")
+    # No POST ran twice; those that failed had reached the app (and were not resent).
+    user = during["user"]["by_kind"]
+    posts = [r for r in records + traffic.app.records if r["kind"] == "post"]
+    assert all(seen.get(f"POST {r['id']}", 0) <= 1 for r in posts)
+    assert all(seen.get(f"POST {r['id']}") == 1 for r in posts if not r["ok"])
+    assert user["get"]["failures"] == {}, during  # idempotent, nothing sent yet: resent
+    assert set(user["post"]["failures"]) <= {"http_500"}, during
+    assert during["moe"]["failures"] == {}, during  # another service: untouched
+    for name in ("user", "moe"):
+        assert after[name]["failures"] == {} and after[name]["ok"] > 0, after
 
 
 def test_a_killed_ingress_is_told_its_servers_again(
@@ -149,12 +231,12 @@ def test_a_killed_ingress_is_told_its_servers_again(
     traffic = Traffic(urls, HIGH)
     try:
         _steady(client, traffic, HIGH)
-        (victim,) = replica_pids(DENSE_INGRESS)
+        (victim,) = replica_pids(USER_INGRESS)
         t0 = time.monotonic()
         pid = sigkill(victim)
 
         def replaced() -> bool:
-            now = replica_pids(DENSE_INGRESS)
+            now = replica_pids(USER_INGRESS)
             return pid not in now and bool(now) and full(client)
 
         took = wait_recovered(client, replaced, t0, 180)
@@ -165,12 +247,12 @@ def test_a_killed_ingress_is_told_its_servers_again(
         after = traffic.stop()
     _report(
         "ingress_kill",
-        {"killed": DENSE_INGRESS, "pid": pid, "after": after},
+        {"killed": USER_INGRESS, "pid": pid, "after": after},
         took,
         during,
     )
     assert during["moe"]["failures"] == {}, during  # another service's ingress: untouched
-    for name in ("dense", "moe"):
+    for name in ("user", "moe"):
         assert after[name]["failures"] == {} and after[name]["ok"] > 0, after
 
 
@@ -198,8 +280,52 @@ def test_killing_the_scheduler_mid_reclaim_loses_no_request(
     _report("scheduler_kill_mid_reclaim", {"server": lent}, took, result)
     reclaims = [r for r in client.overview()["serving"]["reclaims"] if r["node"] == lent]
     assert reclaims, "the reclaim did not finish after the restart"
-    for name in ("dense", "moe"):
+    for name in ("user", "moe"):
         assert result[name]["failures"] == {} and result[name]["ok"] > 0, result
+
+
+def test_a_restarted_scheduler_deploys_again_what_serve_lost(
+    client: Any, live: LiveCluster, urls: Any
+) -> None:
+    """What a new cluster under an old state looks like to the serving pool (issue #42's
+    restart rule): Serve runs neither the service's ingress nor one server's copy when the
+    scheduler starts from its saved state. The restored pool deploys both again; the
+    service's code is still in this cluster's GCS, so nothing is dropped."""
+    import ray
+    from ray import serve
+
+    from lyra_ray.contract.names import NAMESPACE, SCHEDULER_ACTOR
+    from lyra_ray.serving.names import backend_app_name, ingress_app_name
+
+    wait_for(lambda: full(client) and not disagreements(client), 240, "the pool settled")
+    (server, *_) = sorted(serving_servers(client))
+    restarts = int(client.call("ping")["restarts"])
+    scheduler = ray.get_actor(SCHEDULER_ACTOR, namespace=NAMESPACE)
+    ray.kill(scheduler, no_restart=False)  # first, so the old one re-deploys nothing
+    t0 = time.monotonic()
+    serve.delete(ingress_app_name("user"))
+    serve.delete(backend_app_name("user", server))
+    wait_for(lambda: int(client.call("ping")["restarts"]) > restarts, 120, "a restart")
+    assert client.call("ping")["restored"]["services_dropped"] == {}
+
+    def back() -> bool:
+        apps = serve.status().applications
+        return (
+            ingress_app_name("user") in apps
+            and backend_app_name("user", server) in apps
+            and full(client)
+            and not disagreements(client)
+        )
+
+    took = wait_recovered(client, back, t0, 240)
+    traffic = Traffic(urls, LOW)
+    try:
+        time.sleep(SETTLE_S)
+    finally:
+        after = traffic.stop()
+    _report("restart_without_serve_apps", {"server": server, "after": after}, took, after)
+    for name in ("user", "moe"):
+        assert after[name]["failures"] == {} and after[name]["ok"] > 0, after
 
 
 def test_a_lost_server_is_replaced_by_the_lent_one(
@@ -229,5 +355,5 @@ def test_a_lost_server_is_replaced_by_the_lent_one(
     finally:
         after = traffic.stop()
     _report("node_loss", {"server": victim, "after": after}, took, during)
-    for name in ("dense", "moe"):
+    for name in ("user", "moe"):
         assert after[name]["failures"] == {} and after[name]["ok"] > 0, after

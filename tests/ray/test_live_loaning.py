@@ -1,20 +1,27 @@
 """Live capacity loaning: Ray Serve and Ray Train share the inference pool (Lyra).
 
 One training server and two inference servers of the same GPU type, the ``lyra``
-policy, a real Serve service (a small dense torch model behind an HTTP route) and a
-real elastic Ray Train job. Under low load one inference server is lent and the job
-grows onto it; under a spike that server is reclaimed, the job shrinks (it is not
-killed) and finishes with exactly its steps, the service's replicas are back and
-ready, and not one HTTP request fails along the way.
+policy, a platform team's own Serve application (a FastAPI ingress in front of a GPU
+model, in a private folder shipped through its runtime_env, no lyra import:
+``tests/ray/user_app.py``) and real elastic Ray Train jobs. Under low load one inference
+server is lent and a job grows onto it; under a spike that server is reclaimed, the job
+shrinks (it is not killed) and finishes with exactly its steps, the app's copy on the
+server is back, and not one HTTP request, stream or handle call fails along the way.
+The bad inputs only the scheduler can see (an import that fails, an attribute that is no
+application, an app with no GPU, a runtime env it cannot use) are refused here too.
 """
 
 from __future__ import annotations
 
+import threading
+import time
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
 
+from tests.ray.app_traffic import AppTraffic
 from tests.ray.conftest import LiveCluster, start_pool_cluster, stop_cluster
 from tests.ray.http_load import HttpLoad
 from tests.ray.live_helpers import (
@@ -24,10 +31,26 @@ from tests.ray.live_helpers import (
     start_lending_scheduler,
     wait_until,
 )
+from tests.ray.user_app import calls, write_app
 
 pytestmark = [pytest.mark.ray, pytest.mark.timeout(900)]
 
 GPU = "t4"
+ROOT = Path(__file__).resolve().parents[2]
+BAD_APPS = """
+from ray import serve
+
+NOT_AN_APP = 3
+
+
+@serve.deployment
+class Cpu:
+    def __call__(self, request):
+        return "no GPU here"
+
+
+cpu_only = Cpu.bind()
+"""
 
 
 @pytest.fixture(scope="module")
@@ -48,6 +71,26 @@ def client(pool_cluster: LiveCluster) -> Any:
     return Client(pool_cluster.address)
 
 
+@pytest.fixture(scope="module")
+def app_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The team's private folder: their app, and modules that are not apps."""
+    folder = write_app(tmp_path_factory.mktemp("team") / "shop")
+    (folder / "bad_apps.py").write_text(BAD_APPS)
+    (folder / "bad_boom.py").write_text("raise RuntimeError('no weights in this folder')\n")
+    return folder
+
+
+def shop(app_dir: Path, name: str = "shop", **extra: Any) -> dict[str, Any]:
+    """The team's service: their app, its folder as its runtime env."""
+    return {
+        "name": name,
+        "import_path": "shop:build",
+        "args": {"calls_dir": str(app_dir.parent / "calls"), "delay_ms": 300},
+        "runtime_env": {"working_dir": str(app_dir)},
+        **extra,
+    }
+
+
 def _servers(client: Any) -> dict[str, str]:
     view = client.overview()
     return {n["id"]: n["state"] for n in view["nodes"] if n["pool"] == "inference"}
@@ -58,51 +101,144 @@ def _service(client: Any, name: str) -> dict[str, Any]:
     return dict(svc)
 
 
-def test_bad_service_input_is_refused_and_changes_nothing(client: Any) -> None:
+def test_bad_service_input_is_refused_and_changes_nothing(client: Any, app_dir: Path) -> None:
+    """Each refusal is one line naming the field, and nothing is deployed; the import
+    ones are the scheduler's, which builds the app in a Ray task with its runtime env."""
+    import ray
+
+    from lyra_ray.contract.names import NAMESPACE, SCHEDULER_ACTOR
     from lyra_ray.sdk import LyraError, SpecError
 
     before = client.overview()["serving"]
-    with pytest.raises(SpecError, match="'replicas_per_server'"):
-        client.deploy_service({"name": "huge", "replicas_per_server": 3})  # 2 GPUs a server
-    with pytest.raises(SpecError, match="'min_servers'"):
-        client.deploy_service({"name": "wide", "min_servers": 3})  # 2 inference servers
-    with pytest.raises(SpecError, match="'target_ongoing_per_replica'"):
-        client.deploy_service({"name": "nan", "target_ongoing_per_replica": float("nan")})
+    env = {"working_dir": str(app_dir)}
+    ok_args = {"calls_dir": str(app_dir.parent / "calls")}
+    refused = [
+        ({"import_path": "no_such_module:app"}, "'import_path': cannot import 'no_such_m"),
+        ({"import_path": "bad_boom:app"}, "'import_path'.*RuntimeError: no weights"),
+        (
+            {"import_path": "bad_apps:NOT_AN_APP"},
+            "'import_path'.*not a Serve application \\(got int\\)",
+        ),
+        ({"import_path": "bad_apps:Cpu"}, "'import_path'.*bind it"),
+        ({"import_path": "bad_apps:cpu_only"}, "'import_path'.*no GPU deployment.*Cpu"),
+        ({"import_path": "bad_apps:cpu_only", "args": {"k": 1}}, "'args'"),
+        ({"import_path": "shop:build"}, "'args'.*KeyError"),  # the builder needs calls_dir
+        (
+            {"import_path": "shop:build", "args": ok_args, "deployments": [{"name": "Nope"}]},
+            r"'deployments\[0\]\.name'.*no deployment 'Nope'.*'Front', 'Model'",
+        ),
+        (
+            {"import_path": "shop:build", "args": ok_args, "replicas_per_server": 3},
+            "'replicas_per_server'",
+        ),
+        ({"import_path": "shop:build", "args": ok_args, "min_servers": 3}, "'min_servers'"),
+        (
+            {"import_path": "x:y", "target_ongoing_per_replica": float("nan")},
+            "'target_ongoing_per_replica'",
+        ),
+    ]
+    for extra, match in refused:
+        with pytest.raises(SpecError, match=match):
+            client.deploy_service({"name": "bad", "runtime_env": env, **extra})
+    gone = {"working_dir": "gcs://_ray_pkg_0123456789abcdef.zip"}
+    with pytest.raises(SpecError, match=r"'runtime_env'.*not in this cluster's GCS"):
+        client.deploy_service({**shop(app_dir), "runtime_env": gone})
+    actor = ray.get_actor(SCHEDULER_ACTOR, namespace=NAMESPACE)  # what a client could send
+    local = ray.get(actor.deploy_service.remote({**shop(app_dir)}))
+    assert not local["ok"] and "'runtime_env.working_dir'" in local["error"], local
+    with pytest.raises(SpecError, match=r"'applications\[0\]'.*\['host'\]"):
+        client.deploy_services({"applications": [{**shop(app_dir), "host": "0.0.0.0"}]})
+    with pytest.raises(SpecError, match="no_such_module"):  # one bad app deploys none
+        client.deploy_services(
+            {
+                "applications": [
+                    shop(app_dir, "good"),
+                    {**shop(app_dir, "bad"), "import_path": "no_such_module:x"},
+                ]
+            }
+        )
     with pytest.raises(LyraError, match="'service'"):
         client.remove_service("nope")
     with pytest.raises(SpecError, match="'service'"):
         client.service_url("nope")
     after = client.overview()["serving"]
     assert after["services"] == before["services"] == []
+    from ray import serve
+
+    assert not [a for a in serve.status().applications if a.startswith("lyra-")]
 
 
-LOW_RPS, SPIKE_RPS = 2.0, 40.0
-"""With 300 ms per request and 3 requests in flight per replica (2 per server): ~0.6 in
-flight at the low rate (one server), ~12 in the spike (both)."""
+HIGH = {"post": 10.0, "get": 2.0, "stream": 1.5}
+LOW = {"post": 1.0, "get": 0.5, "stream": 0.8}
+"""A POST takes 300 ms of model time, a stream 12 tokens 0.3 s apart (3.6 s); lyra's
+target is 3 in flight per GPU replica, 6 per server (2 GPUs). High: ~10 in flight, both
+servers. Low: ~4 (most of it streams, so that streams run on the server being drained),
+one server."""
 
 
-def test_lend_grow_reclaim_shrink_under_live_traffic(client: Any, tmp_path: Any) -> None:
-    url = client.deploy_service(
-        {
-            "name": "dense",
-            "model": "dense",
-            "target_ongoing_per_replica": 3.0,
-            "smoothing_s": 2.0,
-            "down_after_s": 6.0,
-            "config": {"service_ms": 300},
-        }
+class HandleCaller:
+    """A Python caller: ``embed`` on the service through lyra's handle, all along."""
+
+    def __init__(self, client: Any, name: str) -> None:
+        self.handle = client.service_handle(name)
+        self.ok, self.failed, self.nodes = 0, [], set()
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def start(self) -> HandleCaller:
+        self._thread.start()
+        return self
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            try:
+                out = self.handle.embed.remote([0.2] * 32).result(timeout_s=60)
+                self.ok += 1
+                self.nodes.add(out["node"])
+            except Exception as e:
+                self.failed.append(repr(e)[:200])
+            time.sleep(0.3)
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join(90)
+
+
+def _replica_actors(app_prefix: str) -> set[str]:
+    """The alive actor IDs of the Serve replicas of applications named ``app_prefix*``."""
+    from ray.util.state import list_actors
+
+    alive = list_actors(
+        filters=[("state", "=", "ALIVE")], limit=10_000, raise_on_missing_output=False
     )
+    return {a.actor_id for a in alive if str(a.class_name).startswith(f"ServeReplica:{app_prefix}")}
+
+
+def test_a_users_app_is_lent_and_reclaimed_under_traffic(
+    client: Any, app_dir: Path, tmp_path: Path
+) -> None:
+    from lyra_ray.sdk import SpecError
+    from lyra_ray.serving.apps import backend_app_name
+
+    url = client.deploy_service(
+        shop(app_dir, target_ongoing_per_replica=3.0, smoothing_s=2.0, down_after_s=6.0)
+    )
+    assert url.endswith("/shop")
+    with pytest.raises(SpecError, match=r"'route'.*taken by service 'shop'"):
+        client.deploy_service(shop(app_dir, "shop2", route="/shop/v2"))
     # No service had a server until now, so both were lent; the service's floor takes one
-    # back at once, and its replicas there are enough to take traffic.
-    wait_until(lambda: _service(client, "dense")["ready"] >= 2, 180, "replicas ready")
-    load = HttpLoad(url).start(rate=SPIKE_RPS)
+    # back at once, and its copy there takes traffic.
+    wait_until(lambda: _service(client, "shop")["ready"] >= 2, 180, "a copy ready")
+    traffic = AppTraffic(url).start(HIGH)
+    caller = HandleCaller(client, "shop").start()
     try:
-        wait_until(lambda: _service(client, "dense")["ready"] == 4, 180, "both servers serving")
+        wait_until(lambda: _service(client, "shop")["ready"] == 4, 180, "both servers serving")
         log = tmp_path / "elastic.log"
+        total = 600
         jid = client.submit(
             job(
                 "elastic",
-                900,
+                total,
                 log,
                 min_workers=2,
                 max_workers=4,
@@ -111,39 +247,82 @@ def test_lend_grow_reclaim_shrink_under_live_traffic(client: Any, tmp_path: Any)
             )
         )
 
-        def workers() -> int:
-            a = client.status(jid).get("assignment")
-            return int(a["workers"]) if a else 0
-
-        wait_until(lambda: workers() == 2 and _steps(log) > 0, 240, "the job on training")
-        load.set_rate(LOW_RPS)
-        wait_until(lambda: "lent" in _servers(client).values(), 180, "a server lent")
-        (lent,) = [n for n, st in _servers(client).items() if st == "lent"]
-
         def sizes() -> list[int]:
             return [a["workers"] for _t, j, _g, a in client.call("launches") if j == jid]
 
+        wait_until(lambda: sizes()[-1:] == [2] and _steps(log) > 0, 240, "the job on training")
+        copies = {n: _replica_actors(backend_app_name("shop", n)) for n in _servers(client)}
+        assert all(len(ids) == 3 for ids in copies.values()), copies  # Front, 2 x Model
+        traffic.set_rates(LOW)
+        wait_until(lambda: "lent" in _servers(client).values(), 180, "a server lent")
+        (lent,) = [n for n, st in _servers(client).items() if st == "lent"]
+        (kept,) = set(copies) - {lent}
         wait_until(lambda: sizes()[-1] == 4, 240, "the elastic job grown onto the lent server")
         grown = [a for _t, j, _g, a in client.call("launches") if j == jid][-1]
         assert lent in {n for n, _ in grown["nodes"]}, (lent, grown)
         wait_until(lambda: _steps(log) >= 20 + _steps_before(client, jid, log), 240, "stepping")
-
-        load.set_rate(SPIKE_RPS)
+        traffic.set_rates(HIGH)
         wait_until(lambda: sizes()[-1] == 2, 240, "the job shrunk off the reclaimed server")
         wait_until(lambda: _servers(client)[lent] == "serving", 240, "the server serving again")
-        wait_until(lambda: _service(client, "dense")["ready"] == 4, 120, "replicas back, ready")
+        wait_until(lambda: _service(client, "shop")["ready"] == 4, 120, "its copy back, ready")
         st = client.wait(jid, timeout=600)  # the spike lasts: the server stays with serving
     finally:
-        report = load.stop()
-    assert st["status"] == "finished" and st["steps_done"] == 900, st
+        report = traffic.stop()
+        caller.stop()
+    assert st["status"] == "finished" and st["steps_done"] == total, st
     assert st["num_preemptions"] == 0, st  # shrunk through checkpoint, never killed
-    sizes = [a["workers"] for _t, j, _g, a in client.call("launches") if j == jid]
-    assert sizes[:3] == [2, 4, 2], sizes
-    assert_every_step_once(log, 900, slack=40)
-    assert report["failures"] == {}, report
-    assert report["ok"] == report["sent"] > 0, report
+    assert sizes()[:3] == [2, 4, 2], sizes()
+    assert_every_step_once(log, total, slack=40)
+    for kind in ("post", "get", "stream"):  # every request succeeded, every stream whole
+        assert report[kind]["failures"] == {} and report[kind]["ok"] == report[kind]["sent"] > 0, (
+            report
+        )
+    assert caller.failed == [] and caller.ok > 0, caller.failed
+    assert _replica_actors(backend_app_name("shop", kept)) == copies[kept]  # never touched
+    lend_at = max(e["at"] for e in client.overview()["serving"]["lends"] if e["node"] == lent)
+    straddled = [
+        r
+        for r in traffic.records
+        if r["kind"] == "stream" and r.get("node") == lent and r["t0"] < lend_at < r["t1"]
+    ]
+    assert straddled, "no stream was running on the server when its drain began"
+    print(  # what ran, for the record (pytest -s)
+        f"\nshop: {report['post']['sent']} POST, {report['get']['sent']} GET, "
+        f"{report['stream']['sent']} streams ({len(straddled)} straddled the drain of "
+        f"{lent[:12]}), {caller.ok} handle calls; kept {len(copies[kept])} replica actors"
+    )
+    seen = calls(app_dir.parent / "calls")
+    posts = [r["id"] for r in traffic.records if r["kind"] == "post"]
+    assert all(seen.get(f"POST {rid}") == 1 for rid in posts)  # each POST ran once
     reclaims = client.overview()["serving"]["reclaims"]
     assert any(r["node"] == lent for r in reclaims), reclaims
+
+
+def _one_of_each(url: str) -> None:
+    """A JSON POST, a text GET and a whole stream, answered by the team's app at ``url``."""
+    import json
+    import urllib.request
+
+    body = json.dumps({"id": "once", "x": [0.3] * 32}).encode()
+    req = urllib.request.Request(
+        f"{url}/predict", body, headers={"Content-Type": "application/json"}
+    )
+    with urllib.request.urlopen(req, timeout=60) as r:
+        assert r.status == 200 and len(json.loads(r.read())["y"]) == 32
+    with urllib.request.urlopen(f"{url}/info", timeout=60) as r:
+        assert r.headers["Content-Type"].startswith("text/plain")
+        assert r.read().decode().startswith("model on ")
+    with urllib.request.urlopen(f"{url}/stream?id=one&n=3&gap=0.05", timeout=60) as r:
+        events = [ln[6:].strip() for ln in r.read().decode().splitlines() if ln.startswith("data")]
+    assert events[1:] == ["0", "1", "2", "[DONE]"], events
+
+
+def _dense_example() -> dict[str, Any]:
+    import yaml
+
+    raw = dict(yaml.safe_load((ROOT / "examples" / "dense" / "service.yaml").read_text()))
+    raw["runtime_env"] = {"working_dir": str(ROOT / "examples" / "dense")}
+    return raw
 
 
 def _steps(log: Any) -> int:
@@ -165,15 +344,55 @@ def _nodes_of(client: Any, jid: str) -> dict[str, int]:
     return {n: g for n, g in a["nodes"]} if a else {}
 
 
+def _deploy_from_serve_config(client: Any, app_dir: Path) -> None:
+    """The team's app again, from a Serve config file with a ``lyra:`` block, through
+    ``lyra serve deploy``: the target comes from the deployment's autoscaling_config,
+    which lyra says in one line it runs itself."""
+    import contextlib
+    import io
+
+    import yaml
+
+    from lyra_ray.cli import main
+
+    conf = app_dir.parent / "serve_config.yaml"  # beside the app's folder
+    config = {
+        "applications": [
+            {
+                "name": "shop2",
+                "route_prefix": "/shop2",
+                "import_path": "shop:build",
+                "args": {"calls_dir": str(app_dir.parent / "calls"), "delay_ms": 50},
+                "runtime_env": {"working_dir": "shop"},  # relative to the file
+                "deployments": [
+                    {
+                        "name": "Model",
+                        "autoscaling_config": {"target_ongoing_requests": 1.5, "max_replicas": 8},
+                    }
+                ],
+                "lyra": {"min_servers": 1, "smoothing_s": 2.0},
+            }
+        ]
+    }
+    conf.write_text(yaml.safe_dump(config))
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):  # this process is the cluster's driver already
+        assert main(["serve", "deploy", str(conf)]) == 0
+    said = out.getvalue()
+    assert "autoscaling_config of ['Model'] is not run by Serve" in said, said
+    assert "target 1.5 requests in flight per GPU replica" in said, said
+    assert _service(client, "shop2")["url"].endswith("/shop2")
+
+
 def test_live_reclaim_takes_the_server_the_knapsack_values_lowest(
-    client: Any, pool_cluster: LiveCluster, tmp_path: Any
+    client: Any, pool_cluster: LiveCluster, app_dir: Path, tmp_path: Path
 ) -> None:
     """Two lent servers: one holds a whole rigid job, the other only flexible workers of
     an elastic job that also runs elsewhere. Serving needs one server back. Reclaiming
     the first would preempt the rigid job; reclaiming the second only shrinks the elastic
     one, so Lyra's knapsack takes the second — whatever their ids (naive reclaim goes by
     id)."""
-    client.remove_service("dense")  # no service, no serving demand: both servers lent
+    client.remove_service("shop")  # no service, no serving demand: both servers lent
     wait_until(lambda: set(_servers(client).values()) == {"lent"}, 180, "both servers lent")
     slow = {"step_sleep_s": 0.2, "checkpoint_every": 20}
     tput = {GPU: 1.0}
@@ -216,7 +435,7 @@ def test_live_reclaim_takes_the_server_the_knapsack_values_lowest(
         f"reclaiming {server_r[:12]} would preempt rigid-r (its only server); reclaiming "
         f"{other[:12]} takes {on_e[other]} of elastic-e's 3 workers, leaving it >= its minimum"
     )
-    client.deploy_service({"name": "dense2", "model": "dense", "config": {"service_ms": 50}})
+    _deploy_from_serve_config(client, app_dir)
     wait_until(
         lambda: any(st != "lent" for st in _servers(client).values()), 180, "a server reclaimed"
     )
@@ -227,14 +446,17 @@ def test_live_reclaim_takes_the_server_the_knapsack_values_lowest(
     )
     assert client.status(rigid)["num_preemptions"] == 0, why
     assert client.status(elastic)["num_preemptions"] == 0, why
-    wait_until(lambda: _servers(client)[other] == "serving", 240, "the server serving")
-    for jid in (training, rigid, elastic):
-        client.cancel(jid)
-    client.remove_service("dense2")
+    try:
+        wait_until(lambda: _servers(client)[other] == "serving", 240, "the server serving")
+        _one_of_each(_service(client, "shop2")["url"])  # the config-file app answers
+    finally:  # a failure here must not leave jobs running into the next test
+        for jid in (training, rigid, elastic):
+            client.cancel(jid)
+    client.remove_service("shop2")
 
 
 def test_flexible_workers_grow_onto_a_lent_server_of_another_type_and_shrink_back(
-    client: Any, pool_cluster: LiveCluster, tmp_path: Any
+    client: Any, pool_cluster: LiveCluster, tmp_path: Path
 ) -> None:
     """Lyra's mixed-type jobs live (#21): an elastic job's base runs on a V100 training
     server; its flexible workers grow onto a lent T4 inference server (one Train run on
@@ -273,22 +495,33 @@ def test_flexible_workers_grow_onto_a_lent_server_of_another_type_and_shrink_bac
         nodes = _nodes_of(client, jid)
         return nodes.get(v100, 0), sum(g for n, g in nodes.items() if n in inference)
 
-    wait_until(lambda: spread() == (2, 2), 300, "base on the V100s, flexible workers lent")
-    a = client.status(jid)["assignment"]
-    assert a["gpu_type"] == "v100" and a["workers"] == 4 and a.get("extra"), a
-    wait_until(lambda: _steps(log) >= 20 + _steps_before(client, jid, log), 240, "stepping")
-    assert_placements_match(client, jid)  # each worker reported the node it was pinned to
-    client.deploy_service(
-        {"name": "back", "model": "dense", "min_servers": 2, "config": {"service_ms": 50}}
-    )
-    wait_until(lambda: spread() == (2, 0), 240, "the flexible workers gone with the servers")
-    assert not client.status(jid)["assignment"].get("extra")
-    st = client.wait(jid, timeout=600)
+    try:
+        wait_until(lambda: spread() == (2, 2), 300, "base on the V100s, flexible workers lent")
+        a = client.status(jid)["assignment"]
+        assert a["gpu_type"] == "v100" and a["workers"] == 4 and a.get("extra"), a
+        wait_until(lambda: _steps(log) >= 20 + _steps_before(client, jid, log), 240, "stepping")
+        assert_placements_match(client, jid)  # each worker reported the node it was pinned to
+        # The shipped example (examples/dense): a plain Serve app, its folder its runtime env.
+        url = client.deploy_service({**_dense_example(), "name": "back", "min_servers": 2})
+        wait_until(lambda: spread() == (2, 0), 240, "the flexible workers gone with the servers")
+        assert not client.status(jid)["assignment"].get("extra")
+        wait_until(lambda: _service(client, "back")["ready"] == 4, 120, "the example on both")
+        load = HttpLoad(url).start(rate=4.0)  # the real model answers every request
+        try:
+            wait_until(lambda: load.ok >= 10, 60, "the example answering")
+        finally:
+            report = load.stop()
+        assert report["failures"] == {} and report["ok"] == report["sent"] > 0, report
+        st = client.wait(jid, timeout=600)
+    finally:  # a failure here must not leave jobs or the service into the next test
+        client.cancel(filler)
+        if client.status(jid)["status"] not in ("finished", "failed", "cancelled"):
+            client.cancel(jid)
+        if any(s["name"] == "back" for s in client.overview()["serving"]["services"]):
+            client.remove_service("back")
     assert st["status"] == "finished" and st["steps_done"] == total, st
     assert st["num_preemptions"] == 0, st  # shrunk through a checkpoint, never killed
     assert_every_step_once(log, total, slack=20)
-    client.cancel(filler)
-    client.remove_service("back")
 
 
 MOE_LOW_RPS, MOE_SPIKE_RPS = 0.2, 10.0

@@ -29,6 +29,7 @@ from tests.ray.conftest import LiveCluster, start_pool_cluster, stop_cluster
 from tests.ray.live_helpers import job, start_lending_scheduler, wait_until
 from tests.ray.page_browser import chromium_or_skip, dump_dom, parse, screenshot
 
+ROOT = Path(__file__).resolve().parents[2]
 pytestmark = [pytest.mark.ray, pytest.mark.timeout(600)]
 
 GPU = "t4"
@@ -65,9 +66,7 @@ def world(cluster: LiveCluster, tmp_path_factory: Any) -> dict[str, Any]:
     cfg = ray.get(ray.get_actor("lyra-scheduler", namespace="lyra").ping.remote())["config"]
     url = deploy_page(cfg["serve_host"], cfg["serve_port"], cluster.dashboard_url)
     wait_until(lambda: len(_serving(admin)["lends"]) >= 2, 120, "both idle servers lent")
-    admin.deploy_service(
-        {"name": "dense", "model": "dense", "min_servers": 1, "config": {"service_ms": 20}}
-    )
+    admin.deploy_service(ROOT / "examples" / "dense" / "service.yaml")  # a plain Serve app
     wait_until(lambda: _serving(admin)["reclaims"], 180, "a server reclaimed for the service")
     tmp = tmp_path_factory.mktemp("page")
     alice_id = _ray_submit(cluster, alice_token, tmp)
@@ -222,7 +221,7 @@ def test_the_page_is_no_service_of_the_serving_pool(world: dict[str, Any]) -> No
     assert [s["name"] for s in serving["services"]] == ["dense"]
     assert serving["demand_servers"] == max(s["demand_servers"] for s in serving["services"])
     with pytest.raises(SpecError, match="'route'"):
-        admin.deploy_service({"name": "sneaky", "route": "/lyra"})
+        admin.deploy_service({"name": "sneaky", "import_path": "m:app", "route": "/lyra"})
     assert [s["name"] for s in _serving(admin)["services"]] == ["dense"]
 
 

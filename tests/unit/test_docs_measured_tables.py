@@ -57,6 +57,9 @@ NOT_MEASURED: dict[tuple[str, str], str] = {
     ("docs/cli.md", "| field | accepted | why this bound |"): (
         "the admission bounds on a job's numbers: limits the code enforces"
     ),
+    ("docs/cli.md", "| field | accepted | |"): (
+        "a service's fields and the bounds the code enforces on them"
+    ),
     ("docs/runtime.md", "| code | meaning |"): (
         "why-a-job-waits codes; numbers are the rules' thresholds (4-hour rule)"
     ),

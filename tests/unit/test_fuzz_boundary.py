@@ -72,10 +72,35 @@ def _plausible_service() -> st.SearchStrategy[dict[str, Any]]:
             },
         )
 
+    app = {  # a user's application: an import path, args, Serve's overrides
+        "import_path": st.from_regex(r"[a-z_]{1,8}(\.[a-z_]{1,6})?:[a-z_]{1,8}", fullmatch=True),
+        "args": st.dictionaries(
+            st.text(max_size=5), st.integers() | st.text(max_size=5), max_size=3
+        ),
+        "deployments": st.lists(
+            st.fixed_dictionaries(
+                {"name": st.sampled_from(["Model", "Api"])},
+                optional={
+                    "num_replicas": st.integers(1, 4) | st.just("auto"),
+                    "max_ongoing_requests": st.integers(1, 64),
+                    "ray_actor_options": st.fixed_dictionaries(
+                        {}, optional={"num_gpus": st.floats(0, 2), "num_cpus": st.floats(0, 2)}
+                    ),
+                },
+            ),
+            max_size=2,
+            unique_by=lambda d: d["name"],
+        ),
+    }
+
     return st.sampled_from(sorted(KNOBS)).flatmap(
         lambda model: st.fixed_dictionaries(
-            {"name": st.from_regex(r"[a-z][a-z0-9-]{0,12}", fullmatch=True)},
+            {
+                "name": st.from_regex(r"[a-z][a-z0-9-]{0,12}", fullmatch=True),
+                **({"import_path": app["import_path"]} if model == "app" else {}),
+            },
             optional={
+                **({k: v for k, v in app.items() if k != "import_path"} if model == "app" else {}),
                 "model": st.just(model),
                 "route": st.from_regex(r"/[a-z0-9/_-]{0,8}", fullmatch=True),
                 "target_ongoing_per_replica": st.floats(0.1, 100),
@@ -96,7 +121,11 @@ def _service_dicts() -> st.SearchStrategy[Any]:
             {},
             optional={
                 "name": st.one_of(st.sampled_from(["svc", "a-1", "A", "-x", ""]), values),
-                "model": st.one_of(st.sampled_from(["dense", "moe", "gpt"]), values),
+                "model": st.one_of(st.sampled_from(["app", "dense", "moe", "gpt"]), values),
+                "import_path": st.one_of(st.sampled_from(["m:app", "m", ":x", "a.b.c"]), values),
+                "args": values,
+                "runtime_env": values,
+                "deployments": st.one_of(st.lists(values, max_size=2), values),
                 "route": st.one_of(st.sampled_from(["/x", "x", "/a b", ""]), values),
                 "target_ongoing_per_replica": numbers,
                 "replicas_per_server": st.one_of(st.integers(-1, 20), numbers),

@@ -141,7 +141,7 @@ def test_counts_of_thousands_of_digits_are_refused_not_overflowed() -> None:
 
 def test_service_spec_huge_numbers_and_mixed_keys() -> None:
     with pytest.raises(InputError, match=r"field 'config\.hidden'"):
-        parse_service_spec({"name": "a", "config": {"hidden": 10**400}})
+        parse_service_spec({"name": "a", "model": "moe", "config": {"hidden": 10**400}})
     with pytest.raises(InputError, match="unknown field"):
         parse_service_spec({"name": "a", 1: 2, "b": 3})
 

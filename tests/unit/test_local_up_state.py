@@ -50,7 +50,8 @@ def _saved_state(state_dir: Path) -> None:
     sim.max_time_s = 100.0
     core = sim.run(specs).core
     store = StateStore(state_dir)
-    serving = {"services": {"chat": {"name": "chat"}}}
+    shipped = {"name": "vision", "runtime_env": {"working_dir": "gcs://_ray_pkg_ab.zip"}}
+    serving = {"services": {"chat": {"name": "chat"}, "vision": shipped}}
     store.commit({"core": core.to_state(), "serving": serving}, [], [("j9", {"id": "j9"})])
     store.close()
 
@@ -64,10 +65,13 @@ def test_a_saved_state_is_summarised_without_touching_it(tmp_path: Path) -> None
     assert got is not None and _files(d) == before
     assert got.format == STATE_FORMAT and got.policy == "fifo" and got.archived == 1
     assert got.unfinished == 4 and set(got.statuses) <= {"queued", "running"}, got.statuses
-    assert got.services == ("chat",) and got.nodes == 2
+    assert got.services == ("chat", "vision") and got.nodes == 2
+    assert got.uploaded == ("vision",)  # its code was in the old cluster's GCS
     line = describe(got, "lyra")
     assert "\n" not in line and "4 " not in line.split(":")[0]
-    assert "the policy changed from fifo to lyra" in line and "chat" in line
+    assert "the policy changed from fifo to lyra" in line
+    assert "service(s) chat deployed again" in line
+    assert "service(s) vision dropped" in line and "deploy them again" in line
     assert "policy changed" not in describe(got, "fifo")
 
 

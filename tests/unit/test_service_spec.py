@@ -9,10 +9,13 @@ import pytest
 from lyra_ray.model.errors import InputError
 from lyra_ray.serving.spec import parse_service_spec
 
+APP = {"import_path": "dense_app:app"}
+
 
 def test_a_good_spec_gets_its_defaults() -> None:
-    spec = parse_service_spec({"name": "dense"})
-    assert spec.model == "dense" and spec.http_route == "/dense"
+    spec = parse_service_spec({"name": "dense", **APP})
+    assert spec.model == "app" and spec.http_route == "/dense"
+    assert spec.app is not None and spec.app.import_path == "dense_app:app"
     assert spec.min_servers == 1  # never 0: a Serve app with no replica makes requests hang
     assert parse_service_spec(spec.to_dict()) == parse_service_spec(
         {**spec.to_dict(), "route": "/dense"}
@@ -24,8 +27,10 @@ def test_a_good_spec_gets_its_defaults() -> None:
     [
         ({"name": "Bad Name"}, "'name'"),
         ({"name": ""}, "'name'"),
-        ({"model": "dense"}, "'name'"),
+        ({"model": "app"}, "'name'"),
         ({"name": "a", "model": "gpt"}, "'model'"),
+        ({"name": "a", "model": "dense"}, "'model'"),  # an example app now, not built in
+        ({"name": "a", "model": "app"}, "'import_path'"),
         ({"name": "a", "route": "no-slash"}, "'route'"),
         ({"name": "a", "target_ongoing_per_replica": 0}, "'target_ongoing_per_replica'"),
         ({"name": "a", "target_ongoing_per_replica": math.nan}, "'target_ongoing_per_replica'"),
@@ -38,14 +43,14 @@ def test_a_good_spec_gets_its_defaults() -> None:
         ({"name": "a", "smoothing_s": 0}, "'smoothing_s'"),
         ({"name": "a", "down_after_s": -1}, "'down_after_s'"),
         ({"name": "a", "down_after_s": 1e300}, "'down_after_s'"),
-        ({"name": "a", "config": {"service_ms": math.nan}}, "'config.service_ms'"),
+        ({"name": "a", "config": {"service_ms": 5}}, "'config.service_ms'.*not a knob"),
         ({"name": "a", "config": []}, "'config'"),
         ({"name": "a", "replicas": 3}, "unknown field"),
     ],
 )
 def test_bad_input_names_the_field(raw: dict[str, object], field: str) -> None:
     with pytest.raises(InputError, match=field):
-        parse_service_spec(raw)
+        parse_service_spec({**APP, **raw} if "model" not in raw else raw)
 
 
 def test_not_a_mapping() -> None:
@@ -60,13 +65,13 @@ def test_model_knobs_are_checked_by_model() -> None:
     assert moe_knobs(spec.config)["experts"] == 8 and moe_knobs(spec.config)["layers"] == 2
     bad = [
         ({"model": "moe", "config": {"hidden_size": 3}}, "'config.hidden_size'.*not a knob"),
-        ({"model": "dense", "config": {"experts": 3}}, "'config.experts'.*not a knob"),
+        ({"model": "app", **APP, "config": {"experts": 3}}, "'config.experts'.*not a knob"),
         ({"model": "moe", "config": {"experts": 2.5}}, "'config.experts'.*integer"),
         ({"model": "moe", "config": {"slots": 0}}, "'config.slots'.*must be in"),
         ({"model": "moe", "config": {"top_k": 5, "experts": 4}}, "'config.top_k'"),
         ({"model": "moe", "config": {"dim": 33}}, "'config.dim'.*multiple of 4"),
         ({"model": "moe", "config": {"threshold": float("inf")}}, "'config.threshold'"),
-        ({"model": "dense", "config": {"service_ms": True}}, "'config.service_ms'"),
+        ({"model": "moe", "config": {"service_ms": True}}, "'config.service_ms'"),
     ]
     for extra, match in bad:
         with pytest.raises(InputError, match=match):
@@ -88,10 +93,18 @@ def test_a_moe_service_must_fit_every_layer_on_one_server() -> None:
 def test_every_example_service_file_parses() -> None:
     from pathlib import Path
 
-    import yaml
+    from lyra_ray.client.service_files import read_service_file, services_of
 
-    files = sorted((Path(__file__).parents[2] / "jobs" / "examples").glob("*-service.yaml"))
-    assert {f.name for f in files} >= {"dense-service.yaml", "moe-service.yaml"}
+    root = Path(__file__).parents[2]
+    files = sorted((root / "jobs" / "examples").glob("*-service.yaml"))
+    files += sorted((root / "examples").glob("*/*.yaml"))
+    names = {str(f.relative_to(root)) for f in files}
+    assert names >= {
+        "jobs/examples/moe-service.yaml",
+        "examples/dense/service.yaml",
+        "examples/dense/serve_config.yaml",
+    }, names
     for f in files:
-        spec = parse_service_spec(yaml.safe_load(f.read_text()))
-        assert spec.name and spec.model in ("dense", "moe"), f
+        for raw in services_of(read_service_file(f)):
+            spec = parse_service_spec(raw)
+            assert spec.name and spec.model in ("app", "moe"), f
