@@ -7,7 +7,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-stamp
 # The pure layers (no Ray; tests/unit/test_purity.py): ruff-formatted and mypy-strict.
-PURE := lyra_ray/model lyra_ray/scheduling lyra_ray/sim lyra_ray/telemetry lyra_ray/network lyra_ray/parallelism lyra_ray/policies lyra_ray/placement
+PURE := lyra_ray/model lyra_ray/autoscale lyra_ray/scheduling lyra_ray/sim lyra_ray/telemetry lyra_ray/network lyra_ray/parallelism lyra_ray/policies lyra_ray/placement
 export RAY_USAGE_STATS_ENABLED := 0
 export PYTHONUNBUFFERED := 1
 

@@ -116,7 +116,8 @@ def job_row(r: dict[str, Any]) -> dict[str, Any]:
 
 def status_json(view: dict[str, Any]) -> dict[str, Any]:
     """``nodes``, ``jobs``, ``serving`` (``demand_servers``, ``services``), ``teams``
-    (each team's ``name``, ``unit``, ``guarantee``, ``used``, ``borrowed``, ``lent``)."""
+    (each team's ``name``, ``unit``, ``guarantee``, ``used``, ``borrowed``, ``lent``),
+    ``autoscale`` (what lyra asks Ray's autoscaler for, per node type; docs/autoscaling.md)."""
     serving = view["serving"]
     return {
         "rounds": view.get("rounds", {}),
@@ -130,6 +131,7 @@ def status_json(view: dict[str, Any]) -> dict[str, Any]:
             ],
         },
         "teams": view.get("teams", []),
+        "autoscale": view.get("autoscale", {"enabled": False}),
     }
 
 
