@@ -31,9 +31,11 @@ import json
 import logging
 import os
 import shlex
+import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field, replace
@@ -115,6 +117,9 @@ class Incarnation:
     home: str = ""
     started_s: float = 0.0
     """Seconds the head's commands took (``ray start`` returned, ``lyra up`` done)."""
+    commands_s: list[float] = field(default_factory=list)
+    """Seconds each command took, in order (``ray start``, then ``lyra up``: it returns
+    once the scheduler answers)."""
 
 
 @dataclass
@@ -132,6 +137,8 @@ class HostCluster:
     heads: list[Incarnation] = field(default_factory=list)
     workers: list[dict[str, Any]] = field(default_factory=list)
     serve_proxy_port: int = field(default_factory=free_port)
+    workers_tmp: str | None = None
+    """The worker nodes' temp dir (one host: they share it, as ``lyra up --local``'s do)."""
 
     # ------------------------------------------------------------------ state on disk
 
@@ -234,8 +241,7 @@ class HostCluster:
         n = len(self.heads) + 1
         inc = Incarnation(n)
         base = Path(self.workdir) / f"head-{n}"
-        inc.tmp, inc.home = str(base / "tmp"), str(base / "home")
-        Path(inc.tmp).mkdir(parents=True, exist_ok=True)
+        inc.tmp, inc.home = _short_tmp(f"h{n}-"), str(base / "home")
         Path(inc.home).mkdir(parents=True, exist_ok=True)
         fake = None
         if self.autoscaler:
@@ -251,6 +257,7 @@ class HostCluster:
             env.update(server.ray_env(self.namespace))
         t0 = time.monotonic()
         for argv in self._head_commands(fake):
+            t1 = time.monotonic()
             is_ray = argv[0] == _bin("ray")
             log_path = base / ("ray-start.log" if is_ray else "lyra-up.log")
             with open(log_path, "ab") as out:
@@ -263,6 +270,7 @@ class HostCluster:
                 self.save()
             if proc.wait(timeout=600) != 0:
                 raise RuntimeError(f"{shlex.join(argv)[:200]} failed; see {log_path}")
+            inc.commands_s.append(round(time.monotonic() - t1, 2))
         inc.started_s = round(time.monotonic() - t0, 2)
         self.save()
         return inc
@@ -295,6 +303,22 @@ class HostCluster:
         _end_group(self.heads[-1].pgid, grace_s=0.0)
         return head
 
+    def kill_node(self, node_id: str) -> list[int]:
+        """A worker node is taken away: its raylet (started by the fake provider or by
+        :meth:`start_worker`) and every process under it (its workers, its agents) are
+        SIGKILLed by PID at once, as when the machine is lost. (A raylet killed alone
+        leaves its workers running for a while: a Train loop went on for seconds.)"""
+        groups = [h.pgid for h in self.heads] + [int(w["pgid"]) for w in self.workers]
+        for pgid in groups:
+            for pid, args in _group(pgid):
+                if args and Path(args[0]).name == "raylet" and f"--node_id={node_id}" in args:
+                    tree = [pid, *_descendants(pid)]
+                    for p in tree:
+                        with contextlib.suppress(ProcessLookupError):
+                            os.kill(p, signal.SIGKILL)
+                    return tree
+        raise RuntimeError(f"no raylet of node {node_id} among this cluster's processes")
+
     # ------------------------------------------------------------------ fixed workers
 
     def start_worker(self, node_type: str) -> int:
@@ -306,10 +330,10 @@ class HostCluster:
             raise InputError(f"no worker node type {node_type!r}")
         res = {k: v for k, v in (spec.get("resources") or {}).items() if k != "object_store_memory"}
         env = self._env()
-        tmp = Path(self.workdir) / "workers-tmp"
-        tmp.mkdir(parents=True, exist_ok=True)
+        if self.workers_tmp is None:
+            self.workers_tmp = _short_tmp("w-")
         env.update(
-            RAY_TMPDIR=str(tmp),
+            RAY_TMPDIR=self.workers_tmp,
             RAY_OVERRIDE_RESOURCES=json.dumps(res),
             RAY_OVERRIDE_LABELS=json.dumps(dict(spec.get("labels") or {})),
             RAY_HEAD_IP="127.0.0.1",
@@ -348,6 +372,15 @@ class HostCluster:
         server = self.redis_server()
         if server is not None:
             stop_redis(server)
+        for d in [h.tmp for h in self.heads] + [self.workers_tmp]:
+            if d and Path(d).name.startswith("lyra-hc-"):
+                shutil.rmtree(d, ignore_errors=True)
+
+
+def _short_tmp(prefix: str) -> str:
+    """A temp dir for a node's ``RAY_TMPDIR``: short, because Ray puts Unix sockets under
+    it and a socket's path may not exceed 107 bytes (a pytest tmp_path does)."""
+    return tempfile.mkdtemp(prefix=f"lyra-hc-{prefix}", dir="/tmp")
 
 
 def _group(pgid: int) -> list[tuple[int, list[str]]]:
@@ -360,6 +393,20 @@ def _group(pgid: int) -> list[tuple[int, list[str]]]:
                 continue
             raw = (stat.parent / "cmdline").read_bytes()
             out.append((int(stat.parent.name), [a.decode() for a in raw.split(b"\0") if a]))
+    return out
+
+
+def _descendants(root: int) -> list[int]:
+    """Every process under ``root`` (children, their children, ...), from ``/proc``."""
+    parent: dict[int, int] = {}
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        with contextlib.suppress(OSError, ValueError, IndexError):
+            parent[int(stat.parent.name)] = int(stat.read_text().rsplit(")", 1)[1].split()[1])
+    out: list[int] = []
+    frontier = {root}
+    while frontier:
+        frontier = {pid for pid, pp in parent.items() if pp in frontier} - set(out)
+        out += sorted(frontier)
     return out
 
 

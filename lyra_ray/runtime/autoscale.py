@@ -85,6 +85,8 @@ class AutoscaleDriver:
         self.calls = int(saved.get("calls", 0))
         self.history: list[dict[str, Any]] = list(saved.get("history", []))[-HISTORY:]
         self.request = ScaleRequest()
+        self.counts: dict[str, int] | None = None
+        """Nodes up per type at the last cycle: what the time since then is charged for."""
         self.sent: list[dict[str, float]] | None = None
         self.sent_at = 0.0
         self.saved_at = 0.0
@@ -128,8 +130,10 @@ class AutoscaleDriver:
         types = self.settings.node_types
         counts = node_counts(core.nodes.values(), types)
         if self.accrued_to is not None:
-            self.spend = accrue(self.spend, counts, types, now - self.accrued_to)
-        self.accrued_to = now
+            # the nodes up since the last cycle (a restarted scheduler: the nodes it finds)
+            seen = counts if self.counts is None else self.counts
+            self.spend = accrue(self.spend, seen, types, now - self.accrued_to)
+        self.accrued_to, self.counts = now, counts
         self.request = scale_request(core.snapshot(), self.settings, self.spend, self.serving())
         bundles = self.request.bundles(types)
         if bundles != self.sent or now - self.sent_at >= RESEND_S:

@@ -158,9 +158,7 @@ class SchedulerMetrics:
         except Exception:  # metrics must never stop scheduling
             log.warning("exporting team metrics failed", exc_info=True)
 
-    def observe_autoscale(
-        self, request: Any, spend: Any, types: Iterable[Any], calls: int
-    ) -> None:
+    def observe_autoscale(self, request: Any, spend: Any, types: Iterable[Any], calls: int) -> None:
         """The autoscaler request (:class:`lyra_ray.autoscale.request.ScaleRequest`), the
         spend and how many requests were made (:mod:`lyra_ray.runtime.autoscale`)."""
         if not self.enabled:

@@ -139,3 +139,23 @@ def test_a_head_command_this_host_cannot_run_is_refused(
     with pytest.raises(InputError, match="no `ray start`"):
         _host(tmp_path, d, False)._head_commands(None)
 
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["up", "--max-gpus-per-node", "0"], "--max-gpus-per-node"),
+        (["up", "--idle-timeout-minutes", "nan"], "--idle-timeout-minutes"),
+        (["up", "--types", "nope"], "nope"),
+        (["kill-head"], "no fake cluster"),
+    ],
+)
+def test_lyra_fake_cluster_refuses_bad_input_before_starting_anything(
+    tmp_path: Path, args: list[str], message: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from lyra_ray.cli.main import main
+
+    extra = ["--config", str(FILE)] if args[0] == "up" else []
+    assert main(["fake-cluster", *args, *extra, "--dir", str(tmp_path / "d")]) == 2
+    assert message in capsys.readouterr().err
+    assert not (tmp_path / "d" / "host.json").exists()
