@@ -31,13 +31,24 @@ WAITING = ("PENDING", "RESCHEDULING")
 
 
 def _pinned_nodes(bundle: Mapping[str, Any]) -> set[str] | None:
-    """The node ids a bundle's label selector allows (None: not pinned to a node)."""
+    """The node ids a bundle's label selector allows (None: not pinned to a node).
+
+    The State API gives a selector as Ray's label-selector strings (``{"ray.io/node-id":
+    "<id>"}``, ``"in(a,b)"``; ``"!x"`` or ``"!in(...)"`` exclude, and pin nothing); the
+    protobuf form (``label_constraints``) is read too."""
     selector = bundle.get("label_selector") or {}
-    for c in selector.get("label_constraints") or ():
-        op = str(c.get("operator", ""))
-        if c.get("label_key") == NODE_ID_LABEL and op.endswith("_IN") and "NOT" not in op:
-            return {str(v) for v in c.get("label_values") or ()}
-    return None
+    if "label_constraints" in selector:
+        for c in selector.get("label_constraints") or ():
+            op = str(c.get("operator", ""))
+            if c.get("label_key") == NODE_ID_LABEL and op.endswith("_IN") and "NOT" not in op:
+                return {str(v) for v in c.get("label_values") or ()}
+        return None
+    value = selector.get(NODE_ID_LABEL)
+    if not isinstance(value, str) or value.startswith("!"):
+        return None
+    if value.startswith("in(") and value.endswith(")"):
+        return {v.strip() for v in value[3:-1].split(",") if v.strip()}
+    return {value}
 
 
 def unplaceable(groups: Iterable[Mapping[str, Any]], alive: set[str]) -> list[str]:

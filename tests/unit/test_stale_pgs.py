@@ -9,18 +9,19 @@ from lyra_ray.contract.labels import NODE_ID_LABEL
 from lyra_ray.runtime.stale_pgs import unplaceable
 
 
-def pg(pid: str, state: str, *pins: list[str] | None, op: str = "LABEL_OPERATOR_IN") -> Any:
+def pg(pid: str, state: str, *pins: str | None, proto: bool = False) -> Any:
+    """A placement group as the State API lists it; each bundle pinned by ``pins``: a
+    label-selector value for the node id (``"n1"``, ``"in(a,b)"``, ``"!n1"``) or None."""
     bundles = []
-    for nodes in pins:
-        sel = {}
-        if nodes is not None:
-            c = {"label_key": NODE_ID_LABEL, "operator": op, "label_values": nodes}
-            sel = {
-                "label_constraints": [
-                    {"label_key": "gpu-type", "operator": op, "label_values": ["a100"]},
-                    c,
-                ]
-            }
+    for value in pins:
+        sel: dict[str, Any] = {"gpu-type": "a100"}
+        if value is not None:
+            sel[NODE_ID_LABEL] = value
+        if proto and value is not None:  # the protobuf form of the same selector
+            op = "LABEL_OPERATOR_NOT_IN" if value.startswith("!") else "LABEL_OPERATOR_IN"
+            vals = value.strip("!").removeprefix("in(").removesuffix(")").split(",")
+            c = {"label_key": NODE_ID_LABEL, "operator": op, "label_values": vals}
+            sel = {"label_constraints": [c]}
         bundles.append({"unit_resources": {"GPU": 1.0}, "label_selector": sel})
     return {"placement_group_id": pid, "state": state, "bundles": bundles}
 
@@ -28,14 +29,16 @@ def pg(pid: str, state: str, *pins: list[str] | None, op: str = "LABEL_OPERATOR_
 def test_only_waiting_groups_pinned_to_dead_nodes_are_stale() -> None:
     alive = {"n1", "n2"}
     groups = [
-        pg("dead", "PENDING", ["gone"]),
-        pg("half", "RESCHEDULING", ["n1"], ["gone"]),  # one bundle can never be placed
-        pg("either", "PENDING", ["gone", "n2"]),  # may still land on n2
-        pg("live", "PENDING", ["n1"]),
+        pg("dead", "PENDING", "gone"),
+        pg("half", "RESCHEDULING", "n1", "gone"),  # one bundle can never be placed
+        pg("either", "PENDING", "in(gone,n2)"),  # may still land on n2
+        pg("live", "PENDING", "n1"),
         pg("free", "PENDING", None),  # not pinned to a node: it waits for capacity
-        pg("placed", "CREATED", ["gone"]),  # holds its bundles: Ray's to reschedule
-        pg("excluded", "PENDING", ["gone"], op="LABEL_OPERATOR_NOT_IN"),
+        pg("placed", "CREATED", "gone"),  # holds its bundles: Ray's to reschedule
+        pg("excluded", "PENDING", "!gone"),
+        pg("proto", "PENDING", "gone", proto=True),
+        pg("proto-not", "PENDING", "!gone", proto=True),
         {"placement_group_id": "odd", "state": "PENDING"},
     ]
-    assert unplaceable(groups, alive) == ["dead", "half"]
+    assert unplaceable(groups, alive) == ["dead", "half", "proto"]
     assert unplaceable(groups, alive | {"gone"}) == []
