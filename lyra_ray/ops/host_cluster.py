@@ -68,6 +68,7 @@ HEAD_FLAGS = (
     "--num-cpus",
     "--num-gpus",
     "--resources",
+    "--redis-password",
     "--block",
 )
 """``ray start`` flags of the head's command this module sets itself."""
@@ -222,6 +223,9 @@ class HostCluster:
                     argv.append(f"--resources={json.dumps(res)}")
                 if fake_config is not None:
                     argv.append(f"--autoscaling-config={fake_config}")
+                server = self.redis_server()
+                if server is not None:
+                    argv += server.ray_start_args()
             elif argv[:2] == ["lyra", "up"]:
                 if _flag(argv, "--config") is None:
                     raise InputError(f"{where}: `lyra up` needs --config (the cluster.yaml)")

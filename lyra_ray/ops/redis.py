@@ -52,13 +52,19 @@ class RedisServer:
         return f"127.0.0.1:{self.port}"
 
     def ray_env(self, namespace: str) -> dict[str, str]:
-        """What a head's ``ray start`` needs to keep its GCS in this Redis: the address,
-        the password and a namespace of its own (several clusters may share a Redis)."""
+        """What a head's ``ray start`` needs in its environment to keep its GCS in this
+        Redis: the address and a namespace of its own (several clusters may share a
+        Redis). The password is a flag (:meth:`ray_start_args`): Ray 2.60's ``ray start``
+        does not read ``RAY_REDIS_PASSWORD`` (only Ray's client server does; a head given
+        it alone failed with "Failed to connect to Redis"), as KubeRay passes it too."""
         return {
             "RAY_REDIS_ADDRESS": self.address,
             "RAY_REDIS_PASSWORD": self.password,
             "RAY_external_storage_namespace": namespace,
         }
+
+    def ray_start_args(self) -> list[str]:
+        return [f"--redis-password={self.password}"]
 
 
 def _ping(port: int, password: str) -> bool:
