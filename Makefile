@@ -46,7 +46,7 @@ redis:
 	@scripts/ensure_deb.sh redis-server "the head-recovery test"
 
 test: $(STAMP) native prometheus chromium redis
-	$(PY) -m pytest -q -p no:cacheprovider --durations=15 tests
+	$(PY) -m pytest -q -p no:cacheprovider --durations=15 --junitxml=build/junit.xml tests
 
 test-unit: $(STAMP)
 	$(PY) -m pytest -q -p no:cacheprovider tests/unit tests/sim

@@ -78,9 +78,15 @@ def render(result: dict[str, Any]) -> str:
             _row(
                 "whole-cluster restart",
                 f"`lyra down` ({f.get('down_s', '?')} s) at step "
-                f"{f['last_step_before_down']}, `lyra up` with the same --dir: resumed at "
-                f"{f['resumed_at_step']}, finished all {f['steps']} steps; the finished job "
-                "still reported (archive)",
+                f"{f['last_step_before_down']}, `lyra up` with the same --dir"
+                + (
+                    f" ({f['nodes_changed']}, policy {f['policy_changed']})"
+                    if "policy_changed" in f
+                    else ""
+                )
+                + f": resumed at {f['resumed_at_step']}, finished all {f['steps']} steps; "
+                + ("the queued job ran after; " if f.get("queued_job_ran_after_restart") else "")
+                + "the finished job still reported (archive)",
                 *cmd("cluster_restart"),
             )
         )

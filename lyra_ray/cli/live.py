@@ -50,6 +50,12 @@ def register(sub: Any) -> None:
     )
     p.add_argument("--dir", default=None, help="where lyra keeps its PIDs/state (default ~/.lyra)")
     p.add_argument(
+        "--fresh",
+        action="store_true",
+        help="start with no jobs: move an earlier cluster's state and checkpoints aside "
+        "(<dir>.previous-TIME; nothing is deleted). Without it, lyra resumes them",
+    )
+    p.add_argument(
         "--prometheus", action="store_true", help="also start Prometheus scraping the cluster"
     )
     p.set_defaults(func=_up)
@@ -183,7 +189,7 @@ def _status(args: argparse.Namespace) -> int:
                 print(json.dumps(status_json(view), indent=2), file=out, flush=True)
             else:
                 _print_servers(view)
-                print_teams(view.get("teams", []))
+                print_teams(view.get("teams", []), view.get("team_settings"))
                 _print_table(view["jobs"], args.wide)
                 _print_pairs(view["jobs"])
                 _print_ignored(view)
@@ -244,7 +250,12 @@ def _up(args: argparse.Namespace) -> int:
         args.dir,
         args.inference,
         prometheus=args.prometheus,
+        fresh=args.fresh,
     )
+    if info.get("set_aside"):
+        print(f"--fresh: the earlier state was moved aside to {', '.join(info['set_aside'])}")
+    if info.get("resumed"):
+        print(info["resumed"])
     print("# run these lines in your shell, then `lyra submit FILE`, `lyra status`:")
     print(f"export RAY_ADDRESS={info['address']}")
     if info.get("auth_mode"):

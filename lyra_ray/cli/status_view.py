@@ -116,8 +116,10 @@ def job_row(r: dict[str, Any]) -> dict[str, Any]:
 
 def status_json(view: dict[str, Any]) -> dict[str, Any]:
     """``nodes``, ``jobs``, ``serving`` (``demand_servers``, ``services``), ``teams``
-    (each team's ``name``, ``unit``, ``guarantee``, ``used``, ``borrowed``, ``lent``),
-    ``autoscale`` (what lyra asks Ray's autoscaler for, per node type; docs/autoscaling.md)."""
+    (each team's ``name``, ``unit``, ``guarantee``, ``used``, ``borrowed``, ``lent``,
+    ``reference``, ``notes``), ``team_settings`` (``reference``, ``reference_in_force``,
+    ``enforce``, ``oversubscribed``), ``autoscale`` (what lyra asks Ray's autoscaler for,
+    per node type; docs/autoscaling.md)."""
     serving = view["serving"]
     return {
         "rounds": view.get("rounds", {}),
@@ -131,6 +133,7 @@ def status_json(view: dict[str, Any]) -> dict[str, Any]:
             ],
         },
         "teams": view.get("teams", []),
+        "team_settings": view.get("team_settings", {}),
         "autoscale": view.get("autoscale", {"enabled": False}),
     }
 

@@ -101,10 +101,17 @@ def up(
     home: str | None = None,
     inference_spec: str | None = None,
     prometheus: bool = False,
+    fresh: bool = False,
 ) -> dict[str, Any]:
     """Start the nodes (if ``nodes_spec``: training; ``inference_spec``: the inference
     pool, labelled ``pool=inference``), then the scheduler, and with ``prometheus`` a
-    Prometheus that scrapes them; returns the addresses."""
+    Prometheus that scrapes them; returns the addresses.
+
+    A state directory an earlier cluster left (``lyra down`` ends processes only) is
+    resumed: every unfinished job and the archive, whatever changed (policy, nodes).
+    Only ``fresh`` starts without it, and even then moves it aside rather than delete
+    it (:func:`set_aside`). A state that cannot be resumed is refused before any process
+    starts, in one line, untouched (:mod:`lyra_ray.runtime.saved_state`)."""
     if prometheus:
         from lyra_ray.ops import prometheus as prom
 
@@ -118,14 +125,11 @@ def up(
         parse_nodes(inference_spec, "--inference")
     if nodes_spec is not None:  # refused before any process starts
         parse_nodes(nodes_spec, "--nodes")
-    if nodes_spec is not None:
-        # before anything imports Ray: it reads the mode once, at import
-        os.environ["RAY_AUTH_MODE"] = auth_mode()
     from lyra_ray.runtime.config import SchedulerConfig
 
     h = lyra_home(home)
-    # A --local cluster keeps its scheduler state and checkpoints beside its own processes,
-    # so a new `lyra up` starts clean instead of inheriting an old cluster's jobs.
+    # A --local cluster keeps its scheduler state and checkpoints beside its own processes:
+    # `lyra down` then `lyra up` with the same --dir resumes them.
     local = {
         "state_dir": str(h / "state"),
         "storage_path": str(h / "checkpoints"),
@@ -137,9 +141,21 @@ def up(
         raise InputError(
             f"{h / 'up.json'}: a cluster started by `lyra up` is running; `lyra down` first"
         )
-    if nodes_spec is not None:
-        _forget_old_cluster(h, cfg)
     info: dict[str, Any] = {"pids": []}
+    if fresh:
+        info["set_aside"] = set_aside(cfg)
+    elif nodes_spec is not None and Path(cfg.state_dir).is_dir():
+        # (no scheduler writes it: no `lyra up` runs here; on a cluster of its own, the
+        # scheduler actor makes the same check on its head node)
+        from lyra_ray.runtime.saved_state import describe, inspect_saved
+
+        saved = inspect_saved(cfg.state_dir)  # SavedStateError: an InputError, one line
+        if saved is not None:
+            info["resumed"] = describe(saved, cfg.policy)
+    if nodes_spec is not None:
+        # before anything imports Ray (it reads the mode once, at import), and after every
+        # refusal above: a refused `up` leaves the caller's environment as it was
+        os.environ["RAY_AUTH_MODE"] = auth_mode()
     if prometheus:
         info["prometheus"] = f"http://127.0.0.1:{_free_port()}"
     try:
@@ -156,15 +172,21 @@ def up(
         raise
 
 
-def _forget_old_cluster(h: Path, cfg: Any) -> None:
-    """Remove the scheduler state and checkpoints a previous ``--local`` cluster left in
-    ``h`` (``lyra down`` ends processes only). WHY: a new scheduler restored that state —
-    the old cluster's jobs, services, dead nodes and its policy's own state — and one
-    with another ``--policy`` refused to start at all."""
+def set_aside(cfg: Any) -> list[str]:
+    """``lyra up --fresh``: move the scheduler state and checkpoints of an earlier cluster
+    next to where they were (``<dir>.previous-<UTC time>``, a rename on the same disk), so
+    that the new scheduler starts with no job and nothing is deleted; returns where they
+    went. WHY not delete: a restart is the common case and losing a queue is not undone;
+    the user removes the old directories when they choose."""
+    stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
+    moved = []
     for key in ("state_dir", "storage_path"):
         d = Path(getattr(cfg, key))
-        if d.is_dir() and d.parent == h:  # only ours: never a --config's own directory
-            shutil.rmtree(d)
+        if d.is_dir() and any(d.iterdir()):
+            dest = d.with_name(f"{d.name}.previous-{stamp}")
+            shutil.move(str(d), str(dest))
+            moved.append(str(dest))
+    return moved
 
 
 def auth_mode() -> str:

@@ -214,13 +214,15 @@ def _runner(side: Mapping[str, Any], device: str) -> Callable[[Callable[[int], b
         return run_model
     import importlib
 
+    from lyra_ray.train.signature import call_loop
+
     module, fn = str(side["entrypoint"]).split(":")
     loop = getattr(importlib.import_module(module), fn)
     config = {**dict(side.get("config") or {}), PROFILE_KEY: {"in_train": False}}
 
     def run_loop(hook: Callable[[int], bool]) -> None:
         set_active(hook)
-        loop(config)
+        call_loop(loop, config)  # as Ray Train calls it: with the config, or with nothing
 
     return run_loop
 

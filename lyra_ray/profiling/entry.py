@@ -25,6 +25,7 @@ from lyra_ray.contract.profiling import PROFILE_KEY, set_active
 from lyra_ray.profiling.core import measure
 from lyra_ray.profiling.meter import Meter, MeterSettings
 from lyra_ray.train import StepLoop
+from lyra_ray.train.signature import call_loop
 
 log = logging.getLogger(__name__)
 
@@ -85,8 +86,9 @@ def _in_train(spec: dict[str, Any], settings: MeterSettings, rank: int) -> list[
     set_active(hook if rank == 0 else None)
     try:
         module, fn = str(spec["entrypoint"]).split(":")
-        getattr(importlib.import_module(module), fn)(
-            {**dict(spec.get("config") or {}), PROFILE_KEY: {"in_train": True}}
+        call_loop(  # as Ray Train calls it: with the config, or with nothing
+            getattr(importlib.import_module(module), fn),
+            {**dict(spec.get("config") or {}), PROFILE_KEY: {"in_train": True}},
         )
     except Exception as e:
         return [{"error": f"{type(e).__name__}: {e}"}]

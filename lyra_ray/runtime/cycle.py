@@ -92,6 +92,8 @@ class LiveStore:
         self.restarts = restarts
         self.reasons: dict[str, str] = {}
         """Why each failed job failed, until it is archived."""
+        self.restored: dict[str, Any] = {}
+        """What this scheduler resumed from its saved state (``ping`` shows it)."""
         self.commits: list[dict[str, float]] = []
         """Per commit: bytes written, seconds, jobs in the state (the per-cycle write)."""
         self.incremental = True

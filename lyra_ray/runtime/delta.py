@@ -101,7 +101,7 @@ class Ledger:
         self._jobs(core, d, acc)
         state, decider = core.state, core.decider
         allocation, stale, rounds = decider.persisted()
-        small = {**state.scalars_to_state(), "dirty": stale}
+        small = {**state.scalars_to_state(), "dirty": stale, "policy_name": decider.policy_name}
         self._part("core", small, d, acc)
         self._gated("core.nodes", state.nodes_info()[0], state.nodes_to_state, d, acc)
         self._gated("core.allocation", allocation, lambda: allocation_to_dict(allocation), d, acc)

@@ -32,7 +32,10 @@ FAILED_TTL_S = 60.0
 
 @ray.remote(num_cpus=0, max_retries=0, max_calls=1)
 def _import_entrypoint(entrypoint: str) -> str | None:
-    """None if ``module:function`` imports and is callable, else why not (one line)."""
+    """None if ``module:function`` imports, is callable and has a signature Ray Train
+    calls (:mod:`lyra_ray.train.signature`), else why not: one line, after "field
+    'entrypoint': "."""
+    from lyra_ray.train.signature import signature_error
     from lyra_ray.train.user_code import resolve
 
     module, _, attr = entrypoint.partition(":")
@@ -40,10 +43,13 @@ def _import_entrypoint(entrypoint: str) -> str | None:
         fn = resolve(entrypoint)
     except BaseException as e:  # SystemExit and KeyboardInterrupt at import are the user's
         text = " ".join(str(e).split())[:300]
-        return f"{type(e).__name__}: {text}" if text else type(e).__name__
+        return f"cannot import {entrypoint!r}: " + (
+            f"{type(e).__name__}: {text}" if text else type(e).__name__
+        )
     if not callable(fn):
         return f"{attr!r} in module {module!r} is not callable"
-    return None
+    why = signature_error(fn)
+    return None if why is None else f"Ray Train cannot call {entrypoint!r}: {why}"
 
 
 class EntrypointChecker:
@@ -108,4 +114,4 @@ class EntrypointChecker:
             )
         if why is None:
             return None, OK_TTL_S
-        return f"field 'entrypoint': cannot import {entrypoint!r}: {why}", FAILED_TTL_S
+        return f"field 'entrypoint': {why}", FAILED_TTL_S

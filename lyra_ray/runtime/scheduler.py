@@ -42,13 +42,15 @@ from lyra_ray.runtime.cycle import CycleStats, Inbox, LiveCycle, LiveStore, Wall
 from lyra_ray.runtime.desk import JobDesk
 from lyra_ray.runtime.metrics import SchedulerMetrics, TimedPolicy
 from lyra_ray.runtime.ray_runtime import RayRuntime
+from lyra_ray.runtime.saved_state import SavedStateError, inspect_saved
 from lyra_ray.runtime.scheduler_views import SchedulerViews
 from lyra_ray.runtime.serving import ServingPool
 from lyra_ray.runtime.store import StateStore
-from lyra_ray.runtime.team_desk import TeamDesk
-from lyra_ray.runtime.team_live import TeamMetrics, live_team_policy
-from lyra_ray.runtime.team_registry import TeamRegistry
-from lyra_ray.runtime.team_store import TeamStore
+from lyra_ray.runtime.teams.desk import TeamDesk
+from lyra_ray.runtime.teams.metrics import TeamMetrics
+from lyra_ray.runtime.teams.policy import live_team_policy
+from lyra_ray.runtime.teams.registry import TeamRegistry
+from lyra_ray.runtime.teams.store import TeamStore
 from lyra_ray.scheduling.core import SchedulerCore, default_rounds
 
 log = logging.getLogger(__name__)
@@ -60,6 +62,9 @@ class GlobalScheduler:
         """``cfg`` was checked where it was read (:func:`start_scheduler`), once."""
         logging.basicConfig(level=logging.INFO)
         self.cfg = cfg
+        # before the store opens it: a state this lyra cannot resume from is refused in
+        # one line and left untouched (SavedStateError ends this actor's creation)
+        self.saved = inspect_saved(self.cfg.state_dir)
         self.store = StateStore(self.cfg.state_dir)
         self.users = Users(self.store)
         self.lock = threading.RLock()
@@ -67,7 +72,12 @@ class GlobalScheduler:
         self.throughputs = MeasuredThroughputs(self._seed())
         jobmeta = JobMeta(self.store)
         self.teams = TeamRegistry(
-            TeamStore(self.store.path), self.users, self._gpus, self.throughputs, jobmeta.team
+            TeamStore(self.store.path),
+            self.users,
+            self._gpus,
+            self.throughputs,
+            jobmeta.team,
+            self._active_specs,
         )
         self.teams.apply_config(self.cfg.teams)
         autoscale = self.cfg.autoscale_settings()
@@ -144,11 +154,36 @@ class GlobalScheduler:
 
     def _restore(self) -> None:
         """A restarted actor resumes from its last commit: the core, the executor's runs,
-        the serving pool; then the executor carries out what was decided but not done."""
+        the serving pool; then the executor carries out what was decided but not done.
+
+        The same holds for a new cluster over an old state directory (``lyra down``,
+        then ``lyra up`` with the same ``--dir``): every job is kept. Nodes the state
+        knows but Ray does not are the old cluster's: the executor's first refresh
+        reports them down, so their jobs resume elsewhere from their newest checkpoints,
+        as on node loss. A state saved under another policy keeps its jobs and drops
+        only that policy's own state (:meth:`Decider.load_state`), with one warning."""
         saved = self.store.load()
         if saved is None:
             return
         self.core.load_state(saved["core"])
+        dropped = self.core.decider.dropped_policy_state
+        if dropped is not None:
+            log.warning(
+                "the saved state was %s's, this scheduler runs %s: dropped that policy's own "
+                "state, rounds and allocation; kept all %d jobs",
+                dropped,
+                self.core.decider.policy_name,
+                len(self.core.jobs),
+            )
+        live = set(self.runtime.inventory.read())
+        gone = sorted(n for n in self.core.nodes if n not in live)
+        if gone:
+            log.info("%d node(s) of the saved state are not in this cluster: forgotten", len(gone))
+        self.live.restored = {
+            **(self.saved.to_json() if self.saved is not None else {}),
+            "policy_dropped": dropped,
+            "nodes_forgotten": len(gone),
+        }
         self.runtime.load_state(saved["runtime"])
         self.serving.load_state(saved.get("serving", {}))
         self.serving.node_events([m.NodeUp(n) for n in self.core.nodes.values()])
@@ -176,6 +211,11 @@ class GlobalScheduler:
         self.cycle.run(
             self.clock, self.lock, lambda e: log.exception("scheduling cycle failed", exc_info=e)
         )
+
+    def _active_specs(self) -> list[Any]:
+        """The queued and running jobs' specs (effective quotas' capacity rule)."""
+        with self.lock:
+            return [j.spec for j in self.core.state.active_jobs()]
 
     def _gpus(self, live: bool = False) -> dict[str, int]:
         with self.lock:
@@ -240,6 +280,7 @@ class GlobalScheduler:
         out = self.views.overview(auth)
         with self.lock:
             out["teams"] = [s.to_json() for s in self.teams.standings(self.core.snapshot())]
+        out["team_settings"] = self.teams.settings()
         out["jobs"] = self.autoscale.annotate(out["jobs"])
         out["autoscale"] = self.autoscale.view()
         return out
@@ -285,6 +326,9 @@ class GlobalScheduler:
     def team_list(self, auth: str | None = None) -> list[dict[str, Any]]:
         return self.team_desk.list(auth)
 
+    def team_reference(self, reference: str | None = None, auth: str | None = None) -> Any:
+        return self.team_desk.reference(reference, auth)
+
     def user_token(self, name: str, auth: str | None = None) -> dict[str, Any]:
         return self.views.user_token(name, auth)
 
@@ -323,5 +367,20 @@ def start_scheduler(config: SchedulerConfig | Mapping[str, Any] | None = None) -
         get_if_exists=True,
         resources={"node:__internal_head__": 0.001},
     ).remote(cfg)
-    ray.get(actor.ping.remote())
+    try:
+        ray.get(actor.ping.remote())
+    except ray.exceptions.RayActorError as e:
+        refusal = _refusal(e)
+        if refusal is None:
+            raise
+        raise SavedStateError(refusal) from None
     return actor
+
+
+def _refusal(e: BaseException) -> str | None:
+    """The one line of a :class:`SavedStateError` that ended the actor's creation. Ray
+    reports an error raised in ``__init__`` as an ActorDiedError whose text ends with the
+    error's type and message (the actor is then dead for good, and its name free)."""
+    marker = f"{SavedStateError.__name__}: "
+    text = str(e)
+    return text.rsplit(marker, 1)[1].splitlines()[0].strip() if marker in text else None

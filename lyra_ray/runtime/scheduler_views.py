@@ -69,6 +69,7 @@ class SchedulerViews:
     def ping(self, auth: str | None = None) -> dict[str, Any]:
         return {
             "restarts": self.live.restarts,
+            "restored": self.live.restored,
             "config": asdict(self.cfg),
             "identities": self.users.enabled,
         }

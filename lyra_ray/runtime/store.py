@@ -87,6 +87,10 @@ CREATE TABLE IF NOT EXISTS tokens (
 """
 SYNCHRONOUS = "FULL"
 """See the module docstring: every commit is fsynced before it returns."""
+STATE_FORMAT = 1
+"""The layout this lyra writes (kv ``format``). A store without the key was written before
+it was kept, in this layout. A later lyra that changes the layout bumps it, and an older
+lyra refuses that store in one line, touching nothing (:mod:`lyra_ray.runtime.saved_state`)."""
 
 
 class StateStore:
@@ -99,6 +103,7 @@ class StateStore:
         self._db.execute("PRAGMA journal_mode=WAL")
         self._db.execute(f"PRAGMA synchronous={SYNCHRONOUS}")
         self._db.executescript(_SCHEMA)
+        self._db.execute("INSERT OR IGNORE INTO kv VALUES ('format', ?)", (str(STATE_FORMAT),))
 
     def enqueue(
         self,
@@ -325,6 +330,12 @@ class StateStore:
         with self._lock:
             row = self._db.execute("SELECT value FROM kv WHERE key = 'throughputs'").fetchone()
         return json.loads(row[0]) if row else None
+
+    def format(self) -> int:
+        """The layout the store was written in (:data:`STATE_FORMAT`)."""
+        with self._lock:
+            row = self._db.execute("SELECT value FROM kv WHERE key = 'format'").fetchone()
+        return int(row[0]) if row else STATE_FORMAT
 
     def load(self) -> dict[str, Any] | None:
         """The last committed state, as :meth:`commit` was given it, whichever way it was

@@ -63,6 +63,9 @@ class Decider:
         """Set until a full cycle has placed the current jobs on the current nodes (see
         :meth:`holds_mid_round`): node changes and restored state need a real placement."""
         self.cycles = 0
+        self.dropped_policy_state: str | None = None
+        """Set by :meth:`load_state` when the saved state was another policy's: that
+        policy's name (its state, rounds and allocation were dropped; the jobs kept)."""
 
     @property
     def rounds(self) -> RoundMechanismLike:
@@ -216,8 +219,14 @@ class Decider:
         return not (tick and self.rounds.would_adopt(snap))
 
     def wait_reasons(self, state: CoreState) -> dict[JobId, WaitReason]:
-        """Why each job that holds no GPUs waits (:mod:`lyra_ray.scheduling.waiting`)."""
-        return wait_reasons(state.snapshot(self.round_s), self.allocation, state.next_round_s)
+        """Why each job that holds no GPUs waits (:mod:`lyra_ray.scheduling.waiting`): the
+        policy's reasons, those its answer carries and those it derives when asked."""
+        snap = state.snapshot(self.round_s)
+        alloc = self.allocation
+        asked = self.policy.waiting(snap, alloc)
+        if asked:
+            alloc = dataclasses.replace(alloc, waiting={**asked, **alloc.waiting})
+        return wait_reasons(snap, alloc, state.next_round_s)
 
     # ------------------------------------------------------------------ 5. rounds
 
@@ -287,6 +296,12 @@ class Decider:
 
     # ------------------------------------------------------------------ persistence
 
+    @property
+    def policy_name(self) -> str:
+        """Whose the policy state is: saved beside it, so that a scheduler started with
+        another policy knows the saved policy state is not its own."""
+        return str(getattr(self.policy, "name", "") or type(self.policy).__name__)
+
     def to_state(self) -> dict[str, Any]:
         """The last allocation, whether it is stale, the rounds' and the policy's state."""
         return {
@@ -294,6 +309,7 @@ class Decider:
             "dirty": self.stale,
             "rounds": self._rounds.to_state() if self._rounds is not None else None,
             "policy": self.policy.to_state(),
+            "policy_name": self.policy_name,
         }
 
     def persisted(self) -> tuple[m.Allocation, bool, RoundMechanismLike | None]:
@@ -303,10 +319,27 @@ class Decider:
         return self.allocation, self.stale, self._rounds
 
     def load_state(self, state: dict[str, Any]) -> None:
+        """Restore the decider; a state saved under another policy (another
+        ``policy_name``, or, from before the name was kept, a policy state this policy
+        refuses) keeps only what is not that policy's: its own state, the rounds it
+        scheduled and its last allocation are dropped, and this policy starts from the
+        jobs as they are (:attr:`dropped_policy_state` says whose it was)."""
+        saved = state.get("policy_name")
+        self.dropped_policy_state = None
+        if saved is not None and saved != self.policy_name:
+            self.dropped_policy_state = str(saved)
+        else:
+            try:
+                self.policy.load_state(state.get("policy") or {})
+            except (ValueError, KeyError, TypeError):
+                if saved is not None:  # its own state, unreadable: not ours to drop
+                    raise
+                self.dropped_policy_state = "an earlier policy"
+        self.must_place = self.stale = True
+        if self.dropped_policy_state is not None:
+            return None
         if state.get("rounds") is not None:
             self.rounds.load_state(state["rounds"])
-        self.policy.load_state(state.get("policy") or {})
-        self.must_place = self.stale = True
         if "allocation" in state:  # a state written before the allocation was kept re-solves
             self.allocation = allocation_from_dict(state["allocation"])
             self.stale = bool(state["dirty"])

@@ -13,10 +13,11 @@ code wins, and an entrypoint only the driver's folder holds still imports.
 from __future__ import annotations
 
 import importlib
-import inspect
 import sys
 from collections.abc import Callable
 from typing import Any
+
+from lyra_ray.train.signature import call_loop, signature_error
 
 
 def _driver_paths() -> list[str]:
@@ -49,20 +50,19 @@ def resolve(entrypoint: str) -> Any:
 
 
 def load_entrypoint(entrypoint: str) -> Callable[..., Any]:
-    """:func:`resolve`, and a TypeError if it is not callable."""
+    """:func:`resolve`, and a TypeError if it is not callable or Ray Train would not
+    call it (:func:`~lyra_ray.train.signature.signature_error`)."""
     fn = resolve(entrypoint)
     if not callable(fn):
         raise TypeError(f"entrypoint {entrypoint!r} is not callable")
+    why = signature_error(fn)
+    if why is not None:
+        raise TypeError(f"entrypoint {entrypoint!r}: {why}")
     return fn  # type: ignore[no-any-return]
 
 
 def user_loop(config: dict[str, Any], *, entrypoint: str) -> Any:
     """The function every Train worker runs: the user's loop, imported there (not
-    unpickled by reference, which would import it before the paths are put right)."""
-    fn = load_entrypoint(entrypoint)
-    required = [
-        p
-        for p in inspect.signature(fn).parameters.values()
-        if p.default is p.empty and p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)
-    ]
-    return fn(config) if required else fn()
+    unpickled by reference, which would import it before the paths are put right), and
+    called as Ray Train would call it (:func:`~lyra_ray.train.signature.call_loop`)."""
+    return call_loop(load_entrypoint(entrypoint), config)

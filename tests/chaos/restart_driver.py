@@ -2,9 +2,11 @@
 auth mode and connection match the ``lyra up`` cluster it talks to.
 
 ``python -m tests.chaos.restart_driver before ADDRESS SPEC_JSON`` submits the jobs of
-SPEC_JSON (a list), waits for the first to finish and for the log of the second to reach
-``min_steps``, and prints the job ids; ``after ADDRESS IDS_JSON`` waits for every job
-and prints their statuses and the scheduler's restart count.
+SPEC_JSON (a list: one that finishes, one long, one that must queue), waits for the first
+to finish and for the log of the second to reach ``min_steps``, and prints the job ids,
+their statuses and the cluster's GPU node ids; ``after ADDRESS ARG_JSON`` waits until the
+scheduler lists only this cluster's nodes (none of ``old_nodes``), then for every job,
+and prints their statuses, the nodes it saw and what the scheduler says it restored.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ import json
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 from lyra_ray.sdk import Client
 
@@ -22,8 +25,13 @@ def _steps(log: str) -> int:
     return len(p.read_text().splitlines()) if p.exists() else 0
 
 
+def _nodes(client: Client) -> list[str]:
+    return sorted(str(n["id"]) for n in client.call("overview")["nodes"])
+
+
 def main(phase: str, address: str, arg: str) -> None:
     client = Client(address, retry_s=120.0)
+    out: dict[str, Any]
     if phase == "before":
         spec = json.loads(arg)
         ids = [client.submit(j) for j in spec["jobs"]]
@@ -32,11 +40,24 @@ def main(phase: str, address: str, arg: str) -> None:
         while _steps(spec["jobs"][1]["config"]["step_log"]) < spec["min_steps"]:
             assert time.monotonic() < deadline, "no progress"
             time.sleep(0.5)
-        print(json.dumps(ids))
+        statuses = [client.status(j)["status"] for j in ids]
+        out = {"ids": ids, "statuses": statuses, "nodes": _nodes(client)}
     else:
-        ids = json.loads(arg)
-        out = {jid: client.wait(jid, timeout=600) for jid in ids}
-        print(json.dumps({"status": out, "restarts": client.call("ping")["restarts"]}))
+        got = json.loads(arg)
+        old = set(got["old_nodes"])
+        deadline = time.monotonic() + 120
+        while old & set(nodes := _nodes(client)) or not nodes:
+            assert time.monotonic() < deadline, f"old nodes still listed: {nodes}"
+            time.sleep(0.2)
+        ping = client.call("ping")
+        status = {jid: client.wait(jid, timeout=600) for jid in got["ids"]}
+        out = {
+            "status": status,
+            "nodes": nodes,
+            "restarts": ping["restarts"],
+            "restored": ping["restored"],
+        }
+    print(json.dumps(out))
 
 
 if __name__ == "__main__":

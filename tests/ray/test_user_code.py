@@ -3,7 +3,9 @@
 * A training function that lives only in a temporary directory outside the project is
   submitted with ``ray job submit --working-dir DIR -- lyra submit job.yaml --wait`` and
   finishes with exactly its steps across a preemption and a resize: every generation's
-  workers run in the user's directory.
+  workers run in the user's directory. Its entrypoint is ``def train(*args, **kwargs)``
+  (a decorator without ``functools.wraps`` around the example loop), which Ray Train
+  calls with its config (#42, item 2): lyra calls it the same way.
 * User modules that raise, exit or hang at import are refused at submit with a clear
   error; the import runs in a short-lived task, never in the scheduler, which stays up
   with its state unchanged.
@@ -100,14 +102,41 @@ def _driver(live: LiveCluster, workdir: Path, spec: Path, *extra: str) -> list[s
     ]
 
 
-def _user_dir(tmp_path: Path, name: str, steps: int, log: Path, **kw: Any) -> Path:
+WRAPPED_TRAIN = '''
+"""A user's decorated entrypoint: the decorator does not copy the signature, so the
+function lyra is given is ``train(*args, **kwargs)``."""
+from lyra_ray.jobs.train_example import train_loop as example_loop
+
+
+def traced(fn):
+    def wrapper(*args, **kwargs):
+        return fn(*args, **kwargs)
+
+    return wrapper
+
+
+@traced
+def train(config):
+    return example_loop(config)
+'''
+
+
+def _user_dir(
+    tmp_path: Path,
+    name: str,
+    steps: int,
+    log: Path,
+    entrypoint: str = "my_train:train_loop",
+    **kw: Any,
+) -> Path:
     d = tmp_path / "user-project"
     d.mkdir(exist_ok=True)
     (d / "my_train.py").write_text(USER_TRAIN)
+    (d / "wrapped_train.py").write_text(WRAPPED_TRAIN)
     entry = {
         "name": name,
         "total_steps": steps,
-        "entrypoint": "my_train:train_loop",
+        "entrypoint": entrypoint,
         "throughput": {"v100": 1.0},
         "config": {"step_sleep_s": 0.1, "checkpoint_every": CKPT, "step_log": str(log)},
         **kw,
@@ -126,8 +155,10 @@ def test_user_code_from_a_working_dir_survives_a_preemption_and_a_resize(
 ) -> None:
     log = tmp_path / "user.log"
     total = 500
-    d = _user_dir(tmp_path, "user-elastic", total, log, min_workers=1, max_workers=2)
-    assert not (Path.cwd() / "my_train.py").exists()  # the module is only in d
+    d = _user_dir(
+        tmp_path, "user-elastic", total, log, "wrapped_train:train", min_workers=1, max_workers=2
+    )
+    assert not (Path.cwd() / "wrapped_train.py").exists()  # the module is only in d
     driver = subprocess.Popen(
         _driver(live, d, d / "user-elastic.yaml"),
         cwd="/tmp",
@@ -175,11 +206,13 @@ BAD_MODULES = {
     "raises": ("raise RuntimeError('no GPU driver here')\n", "no GPU driver here"),
     "exits": ("import sys\nsys.exit(3)\n", "SystemExit: 3"),
     "hangs": ("import time\ntime.sleep(10**6)\n", "did not finish within 15 s"),
+    # imports fine, but Ray Train would refuse to call it (#42, item 2)
+    "signature": ("def train_loop(config, data):\n    pass\n", "2 required positional"),
 }
 
 
 @pytest.mark.parametrize("kind", sorted(BAD_MODULES))
-def test_a_user_module_that_fails_at_import_is_refused_and_the_scheduler_is_untouched(
+def test_a_user_module_that_fails_at_import_or_cannot_be_called_is_refused(
     client: Any, tmp_path: Path, kind: str
 ) -> None:
     from lyra_ray.sdk import SpecError
@@ -187,7 +220,9 @@ def test_a_user_module_that_fails_at_import_is_refused_and_the_scheduler_is_unto
     code, needle = BAD_MODULES[kind]
     d = tmp_path / "bad"
     d.mkdir()
-    (d / f"bad_{kind}.py").write_text(code + "def train_loop(config):\n    pass\n")
+    if "def train_loop" not in code:
+        code += "def train_loop(config):\n    pass\n"
+    (d / f"bad_{kind}.py").write_text(code)
     before = client.list()
     ping = client.call("ping")
     raw = job(f"bad-{kind}", 10, tmp_path / "log")

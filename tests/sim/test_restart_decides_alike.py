@@ -101,3 +101,50 @@ def test_restarted_core_decides_like_the_one_that_died(policy: str, workload: st
     for t, events in _next_events(core, specs[0]):
         assert twin.step(t, events) == core.step(t, events), (policy, t)
     assert twin.to_state() == core.to_state()
+
+
+STATEFUL = "fifo"  # keeps per-job GPU types (its saved state is not empty)
+
+
+@pytest.mark.parametrize("policy", available_policies())
+def test_a_restart_under_another_policy_keeps_every_job(policy: str) -> None:
+    """#42, item 1: a scheduler started with another ``--policy`` over a saved state drops
+    that policy's own state (its rounds and allocation too) and keeps every job as it
+    was; it then decides over them, and nothing it decides breaks an invariant. A state
+    saved under the same policy is restored whole (the test above)."""
+    from tests.builders import check_invariants
+
+    nodes, specs, model, _ = _loan_workload()
+    sim = Simulator(nodes, get_policy(STATEFUL), model, round_s=120.0)
+    sim.max_time_s = 600.0
+    core = sim.run(specs).core
+    saved = json.loads(json.dumps(core.to_state()))
+    assert saved["policy_name"] == STATEFUL and saved["policy"], saved["policy"]
+    twin = SchedulerCore(get_policy(policy), SpecThroughputs(), round_s=core.round_s)
+    twin.load_state(saved)
+    assert twin.decider.dropped_policy_state == (None if policy == STATEFUL else STATEFUL)
+    assert twin.to_state()["jobs"] == saved["jobs"]  # every job, as it was
+    assert twin.to_state()["nodes"] == saved["nodes"]
+    for t, events in _next_events(core, specs[0]):
+        twin.step(t, events)
+        check_invariants(twin)
+    assert len(twin.jobs) == len(core.jobs) + 1  # the late arrival too
+
+
+def test_a_state_saved_before_the_policy_name_was_kept() -> None:
+    """An older state has no ``policy_name``: its policy state loads if this policy takes
+    it, and is dropped (jobs kept) if this policy refuses it, as the live scheduler's
+    'policy lyra keeps no state, but a saved state has [kept, rng]' did at start."""
+    nodes, specs, model, _ = _loan_workload()
+    sim = Simulator(nodes, get_policy(STATEFUL), model, round_s=120.0)
+    sim.max_time_s = 600.0
+    saved = json.loads(json.dumps(sim.run(specs).core.to_state()))
+    del saved["policy_name"]
+    same = SchedulerCore(get_policy(STATEFUL), SpecThroughputs(), round_s=120.0)
+    same.load_state(saved)
+    assert same.decider.dropped_policy_state is None
+    assert same.decider.policy.to_state() == saved["policy"]
+    other = SchedulerCore(get_policy("lyra"), SpecThroughputs(), round_s=120.0)
+    other.load_state(saved)
+    assert other.decider.dropped_policy_state == "an earlier policy"
+    assert other.to_state()["jobs"] == saved["jobs"]

@@ -1,0 +1,124 @@
+"""Where ``make test``'s time goes: per tier and per module, from pytest's JUnit XML.
+
+Why a file and not a guess: the suite's length is a budget (CI allows 90 min; the goal is
+20), and the only honest way to say which tier spends it is to read the run that spent
+it. ``make test`` writes ``build/junit.xml`` on every run; this reads it and stores
+``benchmarks/results/suite_times.json``, which ``docs/testing.md``'s table is rendered
+from (``benchmarks/_suite_table.py``).
+
+    .venv/bin/python -m benchmarks.suite_times build/junit.xml --note "LYRA_CI=1, idle host"
+
+A run is appended to the results' ``runs`` (newest last), so several runs of the same
+tree, under different load, sit side by side.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import platform
+import subprocess
+import sys
+import xml.etree.ElementTree as ET
+from collections import defaultdict
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+OUT = ROOT / "benchmarks" / "results" / "suite_times.json"
+
+
+def _module(classname: str) -> str:
+    """``tests.ray.test_x.TestY`` -> ``tests/ray/test_x.py``."""
+    parts = classname.split(".")
+    for i in range(len(parts), 0, -1):
+        cand = ROOT.joinpath(*parts[:i]).with_suffix(".py")
+        if cand.is_file():
+            return str(cand.relative_to(ROOT))
+    return classname
+
+
+def read_junit(path: Path) -> dict[str, Any]:
+    """One run's totals, per tier (the directory under ``tests/``) and per module."""
+    try:
+        root = ET.parse(path).getroot()
+    except (OSError, ET.ParseError) as e:
+        raise SystemExit(f"{path}: not a readable JUnit XML file ({e})") from None
+    suite = root if root.tag == "testsuite" else root.find("testsuite")
+    if suite is None:
+        raise SystemExit(f"{path}: no <testsuite> element")
+    modules: dict[str, dict[str, float]] = defaultdict(
+        lambda: {"seconds": 0.0, "tests": 0, "failed": 0, "skipped": 0}
+    )
+    for case in suite.iter("testcase"):
+        mod = _module(case.get("classname", "?"))
+        m = modules[mod]
+        m["seconds"] += float(case.get("time", "0") or 0)
+        m["tests"] += 1
+        if case.find("failure") is not None or case.find("error") is not None:
+            m["failed"] += 1
+        elif case.find("skipped") is not None:
+            m["skipped"] += 1
+    tiers: dict[str, dict[str, float]] = defaultdict(
+        lambda: {"seconds": 0.0, "tests": 0, "modules": 0}
+    )
+    for mod, m in modules.items():
+        parts = mod.split("/")
+        tier = parts[1] if len(parts) > 2 and parts[0] == "tests" else "other"
+        t = tiers[tier]
+        t["seconds"] += m["seconds"]
+        t["tests"] += m["tests"]
+        t["modules"] += 1
+    return {
+        "wall_s": round(float(suite.get("time", "0")), 1),
+        "tests": int(suite.get("tests", "0")),
+        "failures": int(suite.get("failures", "0")) + int(suite.get("errors", "0")),
+        "skipped": int(suite.get("skipped", "0")),
+        "tiers": {k: {**v, "seconds": round(v["seconds"], 1)} for k, v in sorted(tiers.items())},
+        "modules": {
+            k: {**v, "seconds": round(v["seconds"], 1)}
+            for k, v in sorted(modules.items(), key=lambda kv: -kv[1]["seconds"])
+        },
+    }
+
+
+def _commit() -> str:
+    try:
+        out = subprocess.run(
+            ["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True
+        )
+        return out.stdout.strip() or "unknown"
+    except OSError:
+        return "unknown"
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument(
+        "junit", type=Path, help="pytest's --junitxml file (make test: build/junit.xml)"
+    )
+    ap.add_argument("--note", default="", help="how the run was made (load, env)")
+    ap.add_argument("--replace", action="store_true", help="keep only this run")
+    args = ap.parse_args(argv)
+    run = read_junit(args.junit)
+    run.update(
+        note=args.note,
+        commit=_commit(),
+        at=datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"),
+        host=f"{platform.system()} {platform.machine()}, Python {platform.python_version()}",
+    )
+    old: dict[str, Any] = {"runs": []}
+    if OUT.exists() and not args.replace:
+        old = json.loads(OUT.read_text())
+    old["runs"].append(run)
+    OUT.write_text(json.dumps(old, indent=1) + "\n")
+    sys.stderr.write(
+        f"{args.junit}: {run['tests']} tests in {run['wall_s'] / 60:.1f} min "
+        f"({run['failures']} failed) -> {OUT}\n"
+    )
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
