@@ -7,11 +7,11 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-stamp
 # The pure layers (no Ray; tests/unit/test_purity.py): ruff-formatted and mypy-strict.
-PURE := lyra_ray/model lyra_ray/scheduling lyra_ray/sim lyra_ray/telemetry lyra_ray/network lyra_ray/parallelism lyra_ray/policies lyra_ray/placement
+PURE := lyra_ray/model lyra_ray/autoscale lyra_ray/scheduling lyra_ray/sim lyra_ray/telemetry lyra_ray/network lyra_ray/parallelism lyra_ray/policies lyra_ray/placement
 export RAY_USAGE_STATS_ENABLED := 0
 export PYTHONUNBUFFERED := 1
 
-.PHONY: demo demo-sim test test-unit lint bench clean prometheus chromium native
+.PHONY: demo demo-sim test test-unit lint bench clean prometheus chromium redis native
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -42,7 +42,10 @@ prometheus:
 chromium:
 	@scripts/ensure_deb.sh chromium "the page test"
 
-test: $(STAMP) native prometheus chromium
+redis:
+	@scripts/ensure_deb.sh redis-server "the head-recovery test"
+
+test: $(STAMP) native prometheus chromium redis
 	$(PY) -m pytest -q -p no:cacheprovider --durations=15 --junitxml=build/junit.xml tests
 
 test-unit: $(STAMP)

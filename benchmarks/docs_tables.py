@@ -137,6 +137,12 @@ TABLES: tuple[Table, ...] = (
         "benchmarks._chaos_serving_table:render",
     ),
     Table(
+        "head-recovery",
+        "docs/reliability.md",
+        "benchmarks/results/head_recovery.json",
+        "benchmarks._head_recovery_table:render",
+    ),
+    Table(
         "scale-cycle",
         "docs/reliability.md",
         "benchmarks/results/scale.json",

@@ -9,6 +9,7 @@ the baselines — takes the same frozen :class:`ClusterSnapshot` and returns an
 from __future__ import annotations
 
 import importlib
+import inspect
 from collections.abc import Callable, Mapping
 from typing import Any, ClassVar, Protocol, TypeVar, cast, runtime_checkable
 
@@ -115,6 +116,19 @@ def _load_builtins() -> None:
 def available_policies() -> list[str]:
     _load_builtins()
     return sorted(_REGISTRY)
+
+
+def takes_argument(spec: str, name: str) -> bool:
+    """Whether the registered policy ``spec`` takes keyword argument ``name`` (False for
+    a ``module:Class`` path or an unknown name: the caller then passes nothing extra)."""
+    _load_builtins()
+    factory = _REGISTRY.get(spec)
+    if factory is None:
+        return False
+    try:
+        return name in inspect.signature(factory).parameters
+    except (TypeError, ValueError):
+        return False
 
 
 def get_policy(spec: str, **kwargs: Any) -> Policy:

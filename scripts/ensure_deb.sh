@@ -3,8 +3,9 @@
 # command of its name is on PATH, or, given FILE, when FILE does not exist (a package of
 # headers has no command). `make test` needs prometheus (tests/ray/test_observability.py,
 # `lyra up --local --prometheus`), chromium (tests/ray/test_page.py opens the operator's
-# page in it, headless; ~35 s to install here), gcc and python3.11-dev (`make native`, the
-# simulator's compiled core). Never fails the build: where it cannot be installed it says
+# page in it, headless; ~35 s to install here), redis-server (tests/chaos/test_head_recovery.py:
+# the GCS's external store, so that a head can die and come back), gcc and python3.11-dev
+# (`make native`, the simulator's compiled core). Never fails the build: where it cannot be installed it says
 # so plainly, and WHAT (what needs it) is skipped with the same reason; under .ci/run
 # (LYRA_CI=1) such a test, or the compiled core's build, fails instead.
 set -u

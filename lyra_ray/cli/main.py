@@ -30,6 +30,7 @@ _GROUPS = (
     "lyra_ray.cli.profile",
     "lyra_ray.cli.moe_serve",
     "lyra_ray.cli.page",
+    "lyra_ray.cli.fake_cluster",
 )
 _ALONE = {"simulate": "lyra_ray.cli.sim"}
 """Commands whose group alone builds their parser. Importing every group costs ~0.1 s

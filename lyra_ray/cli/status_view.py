@@ -118,7 +118,8 @@ def status_json(view: dict[str, Any]) -> dict[str, Any]:
     """``nodes``, ``jobs``, ``serving`` (``demand_servers``, ``services``), ``teams``
     (each team's ``name``, ``unit``, ``guarantee``, ``used``, ``borrowed``, ``lent``,
     ``reference``, ``notes``), ``team_settings`` (``reference``, ``reference_in_force``,
-    ``enforce``, ``oversubscribed``)."""
+    ``enforce``, ``oversubscribed``), ``autoscale`` (what lyra asks Ray's autoscaler for,
+    per node type; docs/autoscaling.md)."""
     serving = view["serving"]
     return {
         "rounds": view.get("rounds", {}),
@@ -133,6 +134,7 @@ def status_json(view: dict[str, Any]) -> dict[str, Any]:
         },
         "teams": view.get("teams", []),
         "team_settings": view.get("team_settings", {}),
+        "autoscale": view.get("autoscale", {"enabled": False}),
     }
 
 

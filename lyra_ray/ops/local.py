@@ -27,6 +27,7 @@ from lyra_ray.client.quiet import init_ray, node_env
 from lyra_ray.model.errors import InputError
 from lyra_ray.model.pools import parse_pool
 from lyra_ray.model.spec import read_text_input, safe_load_yaml
+from lyra_ray.ops.cluster_yaml import with_node_types
 
 log = logging.getLogger(__name__)
 
@@ -63,6 +64,7 @@ def lyra_section(config_path: str | None) -> dict[str, Any]:
     section = doc.get("lyra", meta.get("lyra", {}) if isinstance(meta, dict) else {})
     if not isinstance(section, dict):
         raise InputError(f"{config_path}: field 'metadata.lyra': must be a mapping")
+    section = with_node_types(section, doc)  # the node types autoscale asks for
     table = section.get("throughputs")
     if isinstance(table, str) and not Path(table).is_absolute():
         # a table named beside the cluster.yaml, as its other files are

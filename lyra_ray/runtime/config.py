@@ -8,6 +8,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from lyra_ray.autoscale.settings import AutoscaleSettings, parse_autoscale
+from lyra_ray.contract.labels import GPU_TYPE_LABEL, POOL_LABEL
 from lyra_ray.model.errors import InputError
 from lyra_ray.model.throughput import (
     CatalogueThroughputs,
@@ -56,6 +58,11 @@ class SchedulerConfig:
     quota_effective: N, weight, borrow_limit, lend_limit, preemptible}}, users: {USER:
     TEAM}}``, docs/teams.md), checked here; written to the scheduler's store once per
     distinct config, so ``lyra team`` changes survive a restarted actor."""
+
+    autoscale: Any = None
+    """Asking Ray's autoscaler for nodes (``{enabled, budget_usd, budget_node_hours,
+    max_usd_per_hour, commit_hours, prices}``, docs/autoscaling.md); ``lyra up --config``
+    adds the cluster.yaml's node types under ``cluster``. Checked here."""
 
     throughputs: Any = None
     """A throughput table laid over the catalogue (Gavel's JSON, as ``lyra profile``
@@ -115,8 +122,13 @@ class SchedulerConfig:
             from lyra_ray.model.teams import parse_teams
 
             parse_teams(cfg.teams, "lyra config: field 'teams'")
+        cfg.autoscale_settings()  # refused here, naming the field, not in the actor
         cfg.throughput_table()  # refused here, naming the entry, not in the actor
         return cfg
+
+    def autoscale_settings(self) -> AutoscaleSettings:
+        """The checked :attr:`autoscale` (off when absent)."""
+        return parse_autoscale(self.autoscale, GPU_TYPE_LABEL, POOL_LABEL)
 
 
 def _finite(name: str, value: Any, positive: bool) -> None:

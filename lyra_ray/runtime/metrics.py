@@ -65,6 +65,8 @@ class SchedulerMetrics:
         self.rates = StepRates()
         self._reclaims_seen = 0
         self._requests: dict[tuple[str, str], float] = {}
+        self._autoscale_calls = 0
+        """Requests counted so far (a restarted scheduler starts from its saved count)."""
 
     def _set(self, samples: Iterable[Sample]) -> None:
         for s in samples:
@@ -155,6 +157,22 @@ class SchedulerMetrics:
                         self.m[name].set(float(amounts.get(k, 0.0)), tags=tags)
         except Exception:  # metrics must never stop scheduling
             log.warning("exporting team metrics failed", exc_info=True)
+
+    def observe_autoscale(self, request: Any, spend: Any, types: Iterable[Any], calls: int) -> None:
+        """The autoscaler request (:class:`lyra_ray.autoscale.request.ScaleRequest`), the
+        spend and how many requests were made (:mod:`lyra_ray.runtime.autoscale`)."""
+        if not self.enabled:
+            return
+        try:
+            for r in request.types:
+                tags = {"node_type": r.node_type}
+                self.m["lyra_autoscale_requested_nodes"].set(float(r.nodes), tags=tags)
+                self.m["lyra_autoscale_nodes"].set(float(r.have), tags=tags)
+            self.m["lyra_autoscale_spend_usd"].set(float(spend.usd(tuple(types))))
+            self._inc("lyra_autoscale_requests_total", calls - self._autoscale_calls)
+            self._autoscale_calls = max(self._autoscale_calls, calls)
+        except Exception:  # metrics must never stop scheduling
+            log.warning("exporting autoscale metrics failed", exc_info=True)
 
     def skip_reclaims(self, n: int) -> None:
         """The first ``n`` reclaims happened before this exporter (a restored state)."""

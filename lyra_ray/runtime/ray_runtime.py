@@ -28,7 +28,7 @@ from lyra_ray import model as m
 from lyra_ray.model.mixed import with_batch_shares
 from lyra_ray.model.state import assignment_from_dict, assignment_to_dict
 from lyra_ray.parallelism.jobs import run_config
-from lyra_ray.runtime import runs
+from lyra_ray.runtime import runs, stale_pgs
 from lyra_ray.runtime.control import get_or_create_control
 from lyra_ray.runtime.inventory import Inventory
 from lyra_ray.runtime.restart_phases import RestartPhases
@@ -78,6 +78,8 @@ class RayRuntime:
         self.control = get_or_create_control()
         self.dirty = False
         self._pending: list[m.Event] = []
+        self._sweep = (0.0, 0.0)
+        """(sweep until, last sweep): stale placement groups after a node loss (stale_pgs)."""
         """Events found outside poll() (by reconcile) and reported by the next poll()."""
         self.waiting: dict[str, dict[str, Any]] = {}
         """Launches held until every server of their assignment is ready for training."""
@@ -259,6 +261,7 @@ class RayRuntime:
             if self._ready(a):
                 self._start(jid, a)
         down = {e.node_id for e in events if isinstance(e, m.NodeDown)}
+        self._sweep_stale(bool(down))
         for jid, r in list(self.runs.items()):
             if any(n in down for n, _ in r.assignment["nodes"]):
                 log.info("run %s g%d lost a node: dropping it", jid, r.generation)
@@ -304,6 +307,21 @@ class RayRuntime:
             for r in self.phases.take_for_core()
             if r.get("phases")
         ]
+
+    def _sweep_stale(self, node_lost: bool) -> None:
+        """After a node loss, remove placement groups pinned to dead nodes for a while
+        (:mod:`lyra_ray.runtime.stale_pgs`); never let it stop the cycle."""
+        now = time.time()
+        until, last = self._sweep
+        if node_lost:
+            until = now + stale_pgs.SWEEP_FOR_S
+        if now < until and now - last >= stale_pgs.SWEEP_EVERY_S:
+            last = now
+            try:
+                stale_pgs.remove_unplaceable()
+            except Exception:
+                log.warning("sweeping stale placement groups failed", exc_info=True)
+        self._sweep = (until, last)
 
     def _ended(
         self, r: RunRecord, outcome: str, steps: float, message: str, rec: Any = None

@@ -35,6 +35,7 @@ from lyra_ray.model.throughput import (
 from lyra_ray.policies.base import Policy, get_policy
 from lyra_ray.runtime.archive import JobArchive
 from lyra_ray.runtime.auth import Users
+from lyra_ray.runtime.autoscale import AutoscaleDriver, policy_args
 from lyra_ray.runtime.boundary import Boundary, JobMeta
 from lyra_ray.runtime.config import SchedulerConfig
 from lyra_ray.runtime.cycle import CycleStats, Inbox, LiveCycle, LiveStore, WallClock, restored_runs
@@ -79,7 +80,10 @@ class GlobalScheduler:
             self._active_specs,
         )
         self.teams.apply_config(self.cfg.teams)
-        policy = get_policy(self.cfg.policy, **self.cfg.policy_args)
+        autoscale = self.cfg.autoscale_settings()
+        policy = get_policy(
+            self.cfg.policy, **policy_args(self.cfg.policy, self.cfg.policy_args, autoscale)
+        )
         live_policy = live_team_policy(policy, self.teams.for_snapshot)
         self.metrics = SchedulerMetrics() if self.cfg.metrics else None
         self.core = SchedulerCore(
@@ -108,7 +112,10 @@ class GlobalScheduler:
         archive = JobArchive(self.store)
         inbox = Inbox(self.store, self.core)
         self.live = LiveStore(self.store, inbox, self.runtime, self.serving, archive)
-        boundary = Boundary(self._gpus, self.throughputs, self.cfg.entrypoint_check_s)
+        self.autoscale = AutoscaleDriver(
+            autoscale, self.cfg.state_dir, self._serving_nodes, self.metrics
+        )
+        boundary = Boundary(self._admissible_gpus, self.throughputs, self.cfg.entrypoint_check_s)
         self.desk = JobDesk(
             self.core,
             self.store,
@@ -124,7 +131,7 @@ class GlobalScheduler:
         )
         self.team_desk = TeamDesk(self.teams, self.users, self.desk, self.wake)
         stats = CycleStats(self.metrics, self.serving.metrics_view, self.runtime.phases.take_fresh)
-        observers = (stats, self.desk, TeamMetrics(self.teams, self.metrics))
+        observers = (stats, self.desk, TeamMetrics(self.teams, self.metrics), self.autoscale)
         self.cycle = LiveCycle(self.core, self.live, self.runtime, self.serving, observers)
         self.clock = WallClock(self.cfg.period_s, self.wake)
         self.views = SchedulerViews(
@@ -217,6 +224,19 @@ class GlobalScheduler:
                 self.runtime.inventory.refresh()
             return self.runtime.inventory.gpus_by_type(live=live)
 
+    def _admissible_gpus(self, live: bool = False) -> dict[str, int]:
+        """What a job may ask for: the GPUs up, or what the autoscaler may add (a job for
+        a type no node of which is up yet is queued, and lyra asks for the nodes)."""
+        gpus = self._gpus(live)
+        for g, n in self.autoscale.settings.possible_gpus().items():
+            gpus[g] = max(gpus.get(g, 0), n)
+        return gpus
+
+    def _serving_nodes(self) -> frozenset[str]:
+        """Inference servers that hold a service's replicas (or are being drained or
+        redeployed): the autoscaler is never asked to let them go."""
+        return frozenset(self.serving.state) if self.serving.services else frozenset()
+
     # ------------------------------------------------------------------ the job desk
 
     def check(self, raw: dict[str, Any], auth: str | None = None) -> dict[str, Any]:
@@ -246,7 +266,8 @@ class GlobalScheduler:
         return self.desk.cancel(job_id, auth)
 
     def status(self, job_id: str, auth: str | None = None) -> dict[str, Any] | None:
-        return self.desk.status(job_id, auth)
+        row = self.desk.status(job_id, auth)
+        return None if row is None else self.autoscale.annotate([row])[0]
 
     # ------------------------------------------------------------------ views and admin
 
@@ -261,6 +282,8 @@ class GlobalScheduler:
         with self.lock:
             out["teams"] = [s.to_json() for s in self.teams.standings(self.core.snapshot())]
         out["team_settings"] = self.teams.settings()
+        out["jobs"] = self.autoscale.annotate(out["jobs"])
+        out["autoscale"] = self.autoscale.view()
         return out
 
     def nodes(self, auth: str | None = None) -> list[dict[str, Any]]:

@@ -167,6 +167,25 @@ METRICS: tuple[MetricDef, ...] = (
         TEAM,
     ),
     MetricDef(
+        "lyra_autoscale_requested_nodes",
+        "gauge",
+        "Nodes of a type lyra asks Ray's autoscaler to keep: those with work now plus "
+        "those the waiting jobs need, within the caps (0: none asked; idle ones go).",
+        ("node_type",),
+    ),
+    MetricDef("lyra_autoscale_nodes", "gauge", "Nodes of a type that are up.", ("node_type",)),
+    MetricDef(
+        "lyra_autoscale_requests_total",
+        "counter",
+        "Times lyra changed what it asks the autoscaler for.",
+    ),
+    MetricDef(
+        "lyra_autoscale_spend_usd",
+        "gauge",
+        "What the nodes above each type's min_workers have cost so far (list prices or "
+        "the lyra section's), the figure the budget is checked against.",
+    ),
+    MetricDef(
         "lyra_service_requests_in_flight",
         "gauge",
         "Requests in flight at a service's ingress, averaged since the last cycle.",

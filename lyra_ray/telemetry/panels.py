@@ -222,6 +222,29 @@ ROWS: tuple[Row, ...] = (
         ),
     ),
     (
+        "Autoscaling",
+        (
+            PanelSpec(
+                "Nodes asked of the autoscaler, and up, by node type",
+                (
+                    _by(
+                        "max", "node_type", "lyra_autoscale_requested_nodes", "{{node_type}} asked"
+                    ),
+                    _by("max", "node_type", "lyra_autoscale_nodes", "{{node_type}} up"),
+                ),
+            ),
+            PanelSpec(
+                "Requests changed per minute, and spend",
+                (
+                    _per_min("lyra_autoscale_requests_total", "requests"),
+                    _by("max", "", "lyra_autoscale_spend_usd", "spend (USD)"),
+                ),
+                unit="opm",
+                right_axis=(("spend (USD)", "currencyUSD"),),
+            ),
+        ),
+    ),
+    (
         TEAMS_ROW,
         (
             PanelSpec(

@@ -15,12 +15,17 @@ from typing import ClassVar
 import numpy as np
 
 from lyra_ray.model import Allocation, ClusterSnapshot, GpuType
+from lyra_ray.model.prices import gpu_hour_prices
 from lyra_ray.policies.base import PolicyBase, register
 from lyra_ray.policies.gavel.inputs import FloatArray, Problem, build_problem, to_allocation
 from lyra_ray.policies.gavel.max_sum_throughput import centre_of_sum, solve_sum
 
-DEFAULT_PRICES: dict[GpuType, float] = {"v100": 3.06, "p100": 1.46, "k80": 0.90}
-"""USD per GPU-hour (cloud on-demand list prices of the Gavel paper's era)."""
+DEFAULT_PRICES: dict[GpuType, float] = gpu_hour_prices()
+"""USD per GPU-hour by GPU type: the list prices shipped with the project
+(``lyra_ray/model/data/prices.json``, each with its source and date): Gavel's three
+types (v100, p100, k80, as before) and every GPU type of cluster.yaml (a100, t4). A
+GPU type with no price is priced at 1.0 (``prices``); give the policy ``prices`` for
+yours (``policy_args``; the live scheduler passes the node types' own prices)."""
 
 
 def slo_floors(p: Problem, now: float) -> dict[int, float]:

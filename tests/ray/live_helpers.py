@@ -98,10 +98,11 @@ def actor_gone(name: str) -> bool:
     return False
 
 
-def start_lending_scheduler(workdir: Path) -> None:
+def start_lending_scheduler(workdir: Path, **cfg: Any) -> None:
     """The scheduler under Lyra, lending every server serving does not need (no reserve)
     and letting jobs of any length onto a lent server: the serving tests and benchmarks
-    want a loan at low load. It polls every 0.5 s; Serve's proxy gets a free port."""
+    want a loan at low load. It polls every 0.5 s; Serve's proxy gets a free port; ``cfg``
+    adds to (or overrides) the lyra config."""
     from lyra_ray.ops.embedded import free_port
     from lyra_ray.runtime.scheduler import start_scheduler
 
@@ -114,5 +115,6 @@ def start_lending_scheduler(workdir: Path) -> None:
             "period_s": 0.5,
             "grace_s": 30.0,
             "serve_port": free_port(),
+            **cfg,
         }
     )

@@ -57,7 +57,20 @@ def test_every_dashboard_query_returns_data(
     from lyra_ray.telemetry.dashboard import build_dashboard, prometheus_queries
 
     live, p = observed
-    start_lending_scheduler(live.workdir)
+    # the cluster's own node types, so that the autoscaling panels have data: lyra asks
+    # for the nodes that hold work (no autoscaler reads it here; docs/autoscaling.md)
+    node = {"resources": {"GPU": 2, "accelerator_type:T4": 1}}
+    types = {
+        "head": {"resources": {"CPU": 0}},
+        "t4": {**node, "labels": {"gpu-type": GPU, "pool": "training"}, "max_workers": 1},
+        "t4-inference": {
+            **node,
+            "labels": {"gpu-type": GPU, "pool": "inference"},
+            "max_workers": 2,
+        },
+    }
+    cluster = {"available_node_types": types, "head_node_type": "head", "max_workers": 3}
+    start_lending_scheduler(live.workdir, autoscale={"enabled": True, "cluster": cluster})
     client = Client(live.address)
     jid = client.submit(
         job(

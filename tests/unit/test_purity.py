@@ -5,6 +5,7 @@ import sys
 
 PURE_PACKAGES = [
     "lyra_ray.model",
+    "lyra_ray.autoscale",
     "lyra_ray.scheduling",
     "lyra_ray.sim",
     "lyra_ray.telemetry",
