@@ -200,10 +200,13 @@ class GlobalScheduler:
         )
 
     def _gpus(self, live: bool = False) -> dict[str, int]:
+        """GPUs per type for the desk and the teams: the loop's view, or Ray's own
+        (``live``, or before the loop's first poll). Never a refresh of the view: its
+        NodeUp events are the loop's next cycle's, and one taken here was lost for good
+        (a submit that beat the first poll left the core without the node, every job
+        queued forever: #47, ``resize_phases.py`` "timed out waiting for grown to 4")."""
         with self.lock:
-            if not self.runtime.inventory.nodes:
-                self.runtime.inventory.refresh()
-            return self.runtime.inventory.gpus_by_type(live=live)
+            return self.runtime.inventory.gpus_now(live)
 
     # ------------------------------------------------------------------ the job desk
 
