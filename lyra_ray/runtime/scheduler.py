@@ -98,6 +98,8 @@ class GlobalScheduler:
             max_restarts=self.cfg.run_restarts,
             run_options=jobmeta.meta,
             speeds=lambda spec, g: self.throughputs.throughput(spec, g, 1),
+            executor=self.cfg.executor,
+            gang_settings={"spare_ttl_s": self.cfg.spare_ttl_s},
         )
         archive = JobArchive(self.store)
         inbox = Inbox(self.store, self.core)

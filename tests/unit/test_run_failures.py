@@ -59,8 +59,12 @@ def test_anything_else_from_ray_is_a_crash() -> None:
 def runtime(monkeypatch: pytest.MonkeyPatch) -> RayRuntime:
     """A RayRuntime with Ray's side effects recorded instead of made."""
     started: list[tuple[str, int]] = []
-    monkeypatch.setattr(runs, "start_run", lambda req: started.append((req.job_id, req.generation)))
-    monkeypatch.setattr(runs, "kill_run", lambda job, gen: True)
+    monkeypatch.setattr(
+        runs, "start_run", lambda req, *_: started.append((req.job_id, req.generation))
+    )
+    monkeypatch.setattr(runs, "kill_run", lambda job, gen, *_: True)
+    monkeypatch.setattr(runs, "end_job", lambda job: None)
+    monkeypatch.setattr(runs, "release", lambda job: None)
     monkeypatch.setattr(ray_runtime, "get_or_create_control", lambda: None)
     spec = m.JobSpec(name="j", total_steps=100.0, entrypoint="a:b", throughput={"k80": 1.0})
     rt = RayRuntime(lambda _j: spec, "/tmp/lyra-unused", max_restarts=2)
@@ -108,7 +112,7 @@ def test_reconcile_adopts_a_run_started_after_the_last_commit(
     control actor knows generation 1, the restored table does not. Reconcile adopts it;
     starting generation 1 again would run it twice (the fault hook's ``after_apply``)."""
     killed: list[tuple[str, int]] = []
-    monkeypatch.setattr(runs, "kill_run", lambda job, gen: killed.append((job, gen)) or True)
+    monkeypatch.setattr(runs, "kill_run", lambda job, gen, *_: killed.append((job, gen)) or True)
     a = m.Assignment("k80", 1, (("n1", 1),))
     records = {
         "j": {"generation": 1, "steps": 7.0, "outcome": None},
