@@ -50,6 +50,19 @@ def has_nvidia_gpus(proc: str = NVIDIA_PROC) -> bool:
         return False
 
 
+def take_gpus(bound: tuple[str, ...] | None, ids: list[str], cuda_touched: bool) -> tuple[str, ...]:
+    """The GPU ids a worker binds to for a run: ``ids``, if it is not bound yet and has
+    not touched CUDA (which would have fixed its visible devices already), or if they
+    are the ones it is bound to. Raises otherwise: running it would use other GPUs than
+    its slot's."""
+    want = tuple(str(g) for g in ids)
+    if bound is None and cuda_touched:
+        raise RuntimeError("CUDA was touched before the worker's GPUs were known")
+    if bound is not None and bound != want:
+        raise RuntimeError(f"worker bound to GPUs {bound}, asked for {want}")
+    return want
+
+
 def first_line(e: BaseException) -> str:
     lines = [ln.strip() for ln in str(e).splitlines() if ln.strip()]
     return lines[0] if lines else ""
@@ -69,10 +82,13 @@ class GangWorker:
         from lyra_ray.train.user_code import load_entrypoint
 
         self.job_id = job_id
-        self.fn = load_entrypoint(entrypoint)  # the job's code imports here, once
+        self.entrypoint = entrypoint
         self.bound: tuple[str, ...] | None = None
         """The GPU ids this process was bound to (``CUDA_VISIBLE_DEVICES``), if any."""
         self.gpus = has_nvidia_gpus()
+        self.fn: Any = None
+        if not self.gpus:  # the job's code imports here, once; on a GPU node, only once
+            self.fn = load_entrypoint(entrypoint)  # bound: its import may touch CUDA
         self.runs = 0
         self.started_s = time.time() - t0
 
@@ -102,12 +118,11 @@ class GangWorker:
         if not self.gpus:
             return False  # fake GPUs: Ray's ids name no device; torch has none to see
         if gpu_ids is not None:
-            ids = tuple(str(g) for g in gpu_ids)
+            touched = bool(torch.cuda.is_initialized())  # type: ignore[no-untyped-call]
+            ids = take_gpus(self.bound, gpu_ids, touched)
             if self.bound is None:
                 os.environ["CUDA_VISIBLE_DEVICES"] = ",".join(ids)
                 self.bound = ids
-            elif self.bound != ids:
-                raise RuntimeError(f"worker bound to GPUs {self.bound}, asked for {ids}")
         return bool(torch.cuda.is_available())
 
     def endpoint(self) -> tuple[str, int]:
@@ -126,8 +141,15 @@ class GangWorker:
         callable: it is threaded)."""
         from lyra_ray.train import fn_utils
         from lyra_ray.train.signature import call_loop
+        from lyra_ray.train.user_code import load_entrypoint
 
         self.runs += 1
+        try:
+            if self.fn is None:
+                self.fn = load_entrypoint(self.entrypoint)
+        except BaseException as e:  # the job's own code does not import
+            log.exception("the job's entrypoint did not import")
+            return {"ok": False, "user": True, "error": f"{type(e).__name__}: {first_line(e)}"}
         try:
             utils = self._setup(spec)
         except BaseException as e:  # set-up, not the job's code: a rerun may well work

@@ -3,6 +3,10 @@ others free theirs and wait as spares or end, new slots go to spares on their no
 
 from __future__ import annotations
 
+from pathlib import Path
+
+import pytest
+
 from lyra_ray.contract.labels import GPU_TYPE_LABEL, NODE_ID_LABEL
 from lyra_ray.runtime.gang_plan import Member, Plan, pick_spare, plan, ranks, wanted
 from lyra_ray.runtime.ray_runtime import kept_gpus
@@ -66,3 +70,22 @@ def test_the_slots_a_resize_keeps() -> None:
     assert kept_gpus(four, {"nodes": [["b", 4]], "partner": None}) == {}
     assert kept_gpus(four, None) == {}  # a preemption keeps nothing
     assert kept_gpus(four, {"nodes": [["a", 4]], "partner": "j2"}) == {}  # half GPUs now
+
+
+def test_a_worker_takes_only_its_slots_gpus(tmp_path: Path) -> None:
+    """Warm workers hold no GPU in Ray's eyes; on an NVIDIA node they take their slot's as
+    CUDA_VISIBLE_DEVICES, which CUDA reads once: never after CUDA was touched, never
+    other ids than the ones a process is bound to."""
+    from lyra_ray.runtime.gang_worker import has_nvidia_gpus, take_gpus
+
+    assert not has_nvidia_gpus(str(tmp_path / "absent"))  # a fake-GPU node: nothing to bind
+    (tmp_path / "gpus").mkdir()
+    assert not has_nvidia_gpus(str(tmp_path / "gpus"))
+    (tmp_path / "gpus" / "0000:17:00.0").mkdir()
+    assert has_nvidia_gpus(str(tmp_path / "gpus"))
+    assert take_gpus(None, ["2"], cuda_touched=False) == ("2",)
+    assert take_gpus(("2",), [2], cuda_touched=True) == ("2",)  # the same GPU next run
+    with pytest.raises(RuntimeError, match="touched"):
+        take_gpus(None, ["2"], cuda_touched=True)
+    with pytest.raises(RuntimeError, match="bound to GPUs"):
+        take_gpus(("2",), ["3"], cuda_touched=True)
