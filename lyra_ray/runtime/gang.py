@@ -406,33 +406,31 @@ class Gang:
             step = int(step) if step is not None else read_step(where)
             self.latest = (where, step) if step is not None else None
         outcome = "completed" if steps >= req.total_steps else "stopped"
-        self._after(gen, outcome)
+        self._after(gen, outcome, results)
         return outcome, steps, ""
 
-    def _after(self, gen: int, outcome: str) -> None:
-        """A run ended cleanly: its workers drop the process group; slots the next
-        generation keeps stay (a resize), the rest are freed before ``finish``. A worker
-        that died meanwhile just ends (the run's outcome stands: its loop returned)."""
-        with self.lock:
-            running = sorted(
-                (m for m in self.members.values() if m.slot is not None), key=lambda m: m.rank or 0
-            )
-        refs = [m.actor.leave.remote() for m in running]
+    def _after(self, gen: int, outcome: str, results: dict[int, dict[str, Any]]) -> None:
+        """A run ended cleanly: slots the next generation keeps stay (a resize), with
+        their workers as they are (the next run re-forms their process group); the rest
+        are freed now, before ``finish``, and their workers drop the run's process group
+        and garbage as spares, in the background: nothing waits on that (it took 0.5-1 s
+        of each resize on this host, #47)."""
         keep: dict[str, float] = {}
         if outcome == "stopped":
             keep = dict(ray.get(self.control.stop_info.remote(self.job_id, gen))["keep"])
         with self.lock:
-            for m, ref in zip(running, refs, strict=True):
-                try:
-                    m.touched = bool(ray.get(ref).get("cuda_touched"))
-                except ray.exceptions.RayActorError:
-                    self._end(m)
-                    continue
+            running = sorted(
+                (m for m in self.members.values() if m.slot is not None), key=lambda m: m.rank or 0
+            )
+            for m in running:
+                m.touched = bool(results.get(m.rank or 0, {}).get("cuda_touched", m.touched))
                 if keep.get(m.node, 0) >= 1:
                     keep[m.node] -= 1
                     self.kept_at = time.time()
-                else:
-                    self._give_back(m)
+                    continue
+                self._give_back(m)
+                if m.key in self.members:  # a spare now: let it tidy up, unwaited
+                    m.actor.leave.remote()
 
     # ------------------------------------------------------------------ members
 

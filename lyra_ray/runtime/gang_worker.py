@@ -27,6 +27,7 @@ import gc
 import logging
 import os
 import socket
+import threading
 import time
 import traceback
 from datetime import timedelta
@@ -86,6 +87,10 @@ class GangWorker:
         self.bound: tuple[str, ...] | None = None
         """The GPU ids this process was bound to (``CUDA_VISIBLE_DEVICES``), if any."""
         self.gpus = has_nvidia_gpus()
+        self.lock = threading.Lock()
+        """Serialises a run's set-up with :meth:`leave` (a threaded actor: the gang's
+        unwaited ``leave`` of the last run may come after the next run's ``run``)."""
+        self.active = False
         self.fn: Any = None
         if not self.gpus:  # the job's code imports here, once; on a GPU node, only once
             self.fn = load_entrypoint(entrypoint)  # bound: its import may touch CUDA
@@ -150,12 +155,15 @@ class GangWorker:
         except BaseException as e:  # the job's own code does not import
             log.exception("the job's entrypoint did not import")
             return {"ok": False, "user": True, "error": f"{type(e).__name__}: {first_line(e)}"}
-        try:
-            utils = self._setup(spec)
-        except BaseException as e:  # set-up, not the job's code: a rerun may well work
-            log.exception("run set-up failed")
-            return {"ok": False, "user": False, "error": f"{type(e).__name__}: {first_line(e)}"}
-        fn_utils.install(utils)
+        with self.lock:
+            self.active = True
+            try:
+                utils = self._setup(spec)
+            except BaseException as e:  # set-up, not the job's code: a rerun may well work
+                log.exception("run set-up failed")
+                self.active = False
+                return {"ok": False, "user": False, "error": f"{type(e).__name__}: {first_line(e)}"}
+            fn_utils.install(utils)
         try:
             value = call_loop(self.fn, dict(spec["config"]))
             del value  # Ray Train hands a loop's return value back; lyra's runs have none
@@ -167,10 +175,13 @@ class GangWorker:
                 "error": f"{type(e).__name__}: {first_line(e)}",
                 "traceback": traceback.format_exc()[-4000:],
             }
+        finally:
+            self.active = False
         return {
             "ok": True,
             "metrics": utils.metrics,
             "checkpoint": utils.persisted,
+            "cuda_touched": self._cuda_touched(),
         }
 
     def _setup(self, spec: dict[str, Any]) -> Any:
@@ -221,9 +232,12 @@ class GangWorker:
         import torch.distributed as dist
         from ray.train.v2._internal.execution.train_fn_utils import set_train_fn_utils
 
-        if dist.is_initialized():
-            dist.destroy_process_group()
-        set_train_fn_utils(None)  # its last checkpoint and metrics go with it
+        with self.lock:
+            if self.active:  # a newer run already set itself up: nothing of the old left
+                return {"cuda_touched": self._cuda_touched(), "bound": self.bound}
+            if dist.is_initialized():
+                dist.destroy_process_group()
+            set_train_fn_utils(None)  # its last checkpoint and metrics go with it
         gc.collect()
         return {"cuda_touched": self._cuda_touched(), "bound": self.bound}
 

@@ -339,10 +339,12 @@ def test_a_worker_killed_during_a_resize_costs_at_most_a_checkpoint(
     2. that run's only worker is killed while it restores, before its first step: a
        crash, restarted from the checkpoint (the retry limit counts it);
     3. while the restarted run restores, the shrink's cause goes away: the job grows
-       again before that run stepped, and the open resize record closes as interrupted.
+       again before that run stepped, and the open resize record closes as interrupted;
+       the scheduler is killed as soon as it has asked for that grow, and the restarted
+       scheduler carries the resize out.
 
-    Still: every step runs, at most one checkpoint interval twice per kill, no
-    generation launched twice, and the job finishes with exactly its steps."""
+    Still: every step runs, at most one checkpoint interval twice, no generation
+    launched twice, and the job finishes with exactly its steps."""
     from tests.ray.live_helpers import replace_scheduler
 
     client = replace_scheduler(
@@ -388,7 +390,11 @@ def test_a_worker_killed_during_a_resize_costs_at_most_a_checkpoint(
     wait_for(lambda: _control_record(el).get("generation", 0) > shrunk, 180, "the restart")
     restarted = _control_record(el)["generation"]
     wait_for(lambda: _control_record(el).get("workers"), 180, "the restarted run restoring")
+    before = _restarts(client)
     client.cancel(hold)
+    wait_for(lambda: _control_record(el).get("stop"), 60, "the grow asked for", every=0.1)
+    _kill_scheduler()  # mid-resize: the stop asked, the next generation not yet started
+    wait_for(lambda: _restarts(client) > before, 120, "the scheduler back")
     st = client.wait(el, timeout=600)
     assert st["status"] == "finished" and st["steps_done"] == total, st
     sizes = [(g, a["workers"]) for _t, j, g, a in client.call("launches") if j == el]
