@@ -1,9 +1,10 @@
 """A job's gang: the warm processes that run its generations, and their GPU slots.
 
 WHY: a resize used to end a whole Ray Train run and start another (a controller, a
-placement group, a process per worker importing torch and Ray Train, the process group),
-24.4 s on this host for a tiny model (``benchmarks/results/resize_phases.json`` before
-#47, where the breakdown is). A gang keeps the job's worker processes
+placement group, a process per worker importing torch and Ray Train, the process group):
+half a minute on this host for a tiny model, almost all of it start-up
+(``benchmarks/results/resize_phases.json``, its ``baseline`` run, side by side with this
+path and split at the workers' own moments). A gang keeps the job's worker processes
 (:mod:`lyra_ray.runtime.gang_worker`) from one generation to the next: the workers that
 stay keep their process, their GPU slot and the job's imported code; the ones that leave
 give their slot back (:mod:`lyra_ray.runtime.gpu_slots`) and wait, warm, as spares on
@@ -17,7 +18,8 @@ and ends with ``finish`` there. The gang takes one generation at a time, never t
 together; a newer request supersedes the running generation, whose loop then stops at
 its next step as if asked. At a run's end the gang frees every GPU slot except those the
 stop request said the next generation keeps (a resize's stayers); everything else the
-scheduler counted as free is free when ``finish`` is recorded, as with Ray Train.
+scheduler counted as free is free when ``finish`` is recorded, as with Ray Train. Its
+workers and their slots are :class:`~lyra_ray.runtime.gang_crew.Crew`'s.
 
 One gang per job, detached, named (``lyra-gang-<job>``), on the head node like the
 scheduler, created with the job's runtime env, which its workers inherit. Its workers
@@ -31,15 +33,14 @@ import logging
 import threading
 import time
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import ray
 
-from lyra_ray.contract.labels import NODE_ID_LABEL
 from lyra_ray.runtime import gang_plan, gpu_slots
 from lyra_ray.runtime.control import get_or_create_control
-from lyra_ray.runtime.gang_worker import GangWorker
+from lyra_ray.runtime.gang_crew import Crew, Worker
 from lyra_ray.runtime.run_outcome import code_failure, crash_line
 from lyra_ray.runtime.run_request import RunRequest, run_name
 from lyra_ray.train.backend import resolve_backend
@@ -67,20 +68,6 @@ class Settings:
     """torch.distributed's rendezvous timeout for the run's process group."""
 
 
-@dataclass
-class _Member:
-    key: int
-    actor: Any
-    node: str
-    pid: int = 0
-    slot: gpu_slots.Slot | None = None
-    rank: int | None = None
-    touched: bool = False
-    idle_since: float = field(default_factory=time.time)
-    gpus: bool = False
-    started_s: float = 0.0
-
-
 class _Stopped(Exception):
     """The starting run was asked to stop (or aborted) before it stepped."""
 
@@ -98,10 +85,8 @@ class Gang:
         self.job_id = job_id
         self.settings = Settings(**dict(settings or {}))
         self.control = get_or_create_control()
-        self.lock = threading.RLock()
+        self.crew = Crew(job_id, self.settings.spare_ttl_s, self.settings.keep_ttl_s)
         self.wakeup = threading.Event()
-        self.members: dict[int, _Member] = {}
-        self._keys = 0
         self.generation = 0
         """The newest generation this gang took in."""
         self.running: int | None = None
@@ -109,7 +94,6 @@ class Gang:
         self.latest: tuple[str, int] | None = None
         """The newest checkpoint this gang's runs persisted (saves rescanning storage
         at a resize); dropped whenever a run ends without telling (killed, crashed)."""
-        self.kept_at = 0.0
         self.events: list[dict[str, Any]] = []
         """Per run: where its start-up went (for the benchmark's breakdown)."""
         self.handed: tuple[int, RunRequest] | None = first
@@ -139,29 +123,16 @@ class Gang:
     def release(self) -> None:
         """No next generation comes soon (the job was stopped, not resized): free the
         slots kept for one."""
-        with self.lock:
-            if self.running is None:
-                self._free_kept()
+        if self.running is None:
+            self.crew.free_kept()
 
     def info(self) -> dict[str, Any]:
-        with self.lock:
-            return {
-                "generation": self.generation,
-                "running": self.running,
-                "members": [
-                    {
-                        "key": m.key,
-                        "node_id": m.node,
-                        "pid": m.pid,
-                        "rank": m.rank,
-                        "slot": m.slot is not None,
-                        "gpu_ids": m.slot.gpu_ids if m.slot else None,
-                        "touched": m.touched,
-                    }
-                    for m in self.members.values()
-                ],
-                "events": list(self.events[-20:]),
-            }
+        return {
+            "generation": self.generation,
+            "running": self.running,
+            "members": self.crew.info(),
+            "events": list(self.events[-20:]),
+        }
 
     # ------------------------------------------------------------------ the loop
 
@@ -181,7 +152,7 @@ class Gang:
         if handed is not None and handed[0] > max(self.generation, got[0] if got else 0):
             got = handed
         if got is None:
-            self._housekeeping()
+            self.crew.expire()
             return
         gen, req = got
         if not ray.get(self.control.accepted.remote(self.job_id, gen)):
@@ -192,7 +163,7 @@ class Gang:
             outcome, steps, message = self._run(gen, req)
         except Exception as e:  # a bug of ours: the run must still end, once
             log.exception("run %s g%d failed in the gang", self.job_id, gen)
-            self._kill_all_running()
+            self._end_running()
             outcome, steps, message = "crashed", self._resume_step(req), f"gang: {e}"[:500]
         finally:
             self.running = None
@@ -204,18 +175,6 @@ class Gang:
             except Exception:
                 log.warning("control actor unreachable: finish of g%d again", gen, exc_info=True)
                 time.sleep(1.0)
-
-    def _housekeeping(self) -> None:
-        now = time.time()
-        with self.lock:
-            for m in list(self.members.values()):
-                if m.slot is None and now - m.idle_since > self.settings.spare_ttl_s:
-                    log.info(
-                        "spare %d on %s idle %.0f s: ending it", m.key, m.node, now - m.idle_since
-                    )
-                    self._end(m)
-            if self.kept_at and now - self.kept_at > self.settings.keep_ttl_s:
-                self._free_kept()
 
     # ------------------------------------------------------------------ one run
 
@@ -242,10 +201,10 @@ class Gang:
         try:
             workers, stamps = self._assemble(gen, req)
         except _Stopped:
-            self._free_kept()
+            self.crew.free_kept()
             return "stopped", steps0, ""
         except ray.exceptions.RayActorError as e:  # a new worker died starting
-            self._kill_all_running()
+            self._end_running()
             return "crashed", steps0, f"a worker died starting: {crash_line(0, e)}"[:500]
         config = dict(req.config)
         config.update(total_steps=req.total_steps, lyra_job_id=req.job_id, lyra_generation=gen)
@@ -257,11 +216,11 @@ class Gang:
             cuda = ray.get([m.actor.bind.remote(m.slot.gpu_ids if m.slot else None) for m in order])
             master = ray.get(order[0].actor.endpoint.remote())
         except ray.exceptions.RayActorError as e:  # a warm worker died between runs
-            self._kill_all_running()
+            self._end_running()
             return "crashed", steps0, f"a worker died before the run: {crash_line(0, e)}"[:500]
         backend = resolve_backend(req.backend, [bool(c) for c in cuda])
-        refs: dict[Any, _Member] = {}
-        with self.lock:
+        refs: dict[Any, Worker] = {}
+        with self.crew.lock:
             for m in order:
                 r = ranks[m.key]
                 m.rank = r.rank
@@ -284,21 +243,17 @@ class Gang:
         self.events = [*self.events[-19:], {"generation": gen, "accepted": t0, **stamps}]
         return self._watch(gen, req, refs, steps0)
 
-    def _assemble(self, gen: int, req: RunRequest) -> tuple[list[_Member], dict[str, Any]]:
+    def _assemble(self, gen: int, req: RunRequest) -> tuple[list[Worker], dict[str, Any]]:
         """The run's workers, each holding a placed slot: stayers, spares, new ones."""
         stamps: dict[str, Any] = {}
-        with self.lock:
-            for m in list(self.members.values()):
-                if m.slot is not None and m.slot.gpus != req.gpu_per_worker:
-                    self._give_back(m)  # a pair formed or split: slots of another size
-            view = [
-                gang_plan.Member(m.key, m.node, m.rank, m.touched) for m in self.members.values()
-            ]
-            p = gang_plan.plan(view, req.label_selectors)
+        crew = self.crew
+        with crew.lock:
+            crew.release_other_sizes(req.gpu_per_worker)
+            p = gang_plan.plan(crew.view(), req.label_selectors)
             for key in p.release:
-                self._give_back(self.members[key])
-            kept = [self.members[k] for k in p.keep]
-            self.kept_at = 0.0
+                crew.give_back(crew.workers[key])
+            kept = [crew.workers[k] for k in p.keep]
+            crew.clear_kept()
         stamps.update(kept=len(kept), slots=len(p.new_slots))
         slots = [gpu_slots.reserve(req.gpu_per_worker, s) for s in p.new_slots]
         try:
@@ -306,8 +261,10 @@ class Gang:
             stamps["placed"] = time.time()
             joined, cold = self._fill(gen, req, slots)
         except BaseException:
+            with crew.lock:
+                held = {id(w.slot) for w in crew.workers.values()}
             for s in slots:
-                if not any(m.slot is s for m in self.members.values()):
+                if id(s) not in held:
                     gpu_slots.free(s)
             raise
         stamps.update(spares=len(joined) - cold, cold=cold, filled=time.time())
@@ -322,46 +279,34 @@ class Gang:
 
     def _fill(
         self, gen: int, req: RunRequest, slots: list[gpu_slots.Slot]
-    ) -> tuple[list[_Member], int]:
-        """A member per slot: a spare on its node, else a new process; returns the
-        members and how many were new."""
-        joined: list[_Member] = []
-        new: list[_Member] = []
-        with self.lock:
-            spares = [
-                gang_plan.Member(m.key, m.node, None, m.touched)
-                for m in self.members.values()
-                if m.slot is None
-            ]
+    ) -> tuple[list[Worker], int]:
+        """A worker per slot: a spare on its node, else a new process; returns the
+        workers and how many were new."""
+        crew = self.crew
+        joined: list[Worker] = []
+        new: list[Worker] = []
+        with crew.lock:
+            spares = crew.spares()
             taken: set[int] = set()
             for s in slots:
                 assert s.node_id is not None
                 key = gang_plan.pick_spare(spares, s.node_id, taken)
                 if key is None:
-                    m = self._spawn(s.node_id, req.entrypoint)
-                    new.append(m)
+                    w = crew.spawn(s.node_id, req.entrypoint)
+                    new.append(w)
                 else:
                     taken.add(key)
-                    m = self.members[key]
-                m.slot = s
-                joined.append(m)
+                    w = crew.workers[key]
+                w.slot = s
+                joined.append(w)
         if new:
             self._await_started(gen, new)
-        for m in joined:
-            if m.gpus and m.slot is not None and m.slot.gpu_ids is None:
-                gpu_slots.gpu_ids(m.slot)
+        for w in joined:
+            if w.gpus and w.slot is not None and w.slot.gpu_ids is None:
+                gpu_slots.gpu_ids(w.slot)
         return joined, len(new)
 
-    def _spawn(self, node: str, entrypoint: str) -> _Member:
-        self._keys += 1
-        actor = GangWorker.options(  # type: ignore[attr-defined]
-            label_selector={NODE_ID_LABEL: node}
-        ).remote(self.job_id, entrypoint)
-        m = _Member(self._keys, actor, node)
-        self.members[m.key] = m
-        return m
-
-    def _await_started(self, gen: int, new: list[_Member]) -> None:
+    def _await_started(self, gen: int, new: list[Worker]) -> None:
         refs = {m.actor.info.remote(): m for m in new}
         deadline = time.time() + self.settings.start_timeout_s
         while refs:
@@ -374,26 +319,26 @@ class Gang:
                 raise _Stopped
 
     def _watch(
-        self, gen: int, req: RunRequest, refs: dict[Any, _Member], steps0: float
+        self, gen: int, req: RunRequest, refs: dict[Any, Worker], steps0: float
     ) -> tuple[str, float, str]:
         """Until every worker's loop returned, one failed, or the run is aborted."""
         results: dict[int, dict[str, Any]] = {}
         pending = list(refs)
         while pending:
             done, pending = ray.wait(pending, num_returns=1, timeout=0.5)
-            self._housekeeping()  # spares wait out their time while a run goes on
+            self.crew.expire()  # spares wait out their time while a run goes on
             if gen in self.aborted:
-                self._kill_all_running()
+                self._end_running()
                 return "stopped", steps0, ""
             for ref in done:
                 m = refs[ref]
                 try:
                     r = ray.get(ref)
                 except ray.exceptions.RayActorError as e:
-                    self._kill_all_running()
+                    self._end_running()
                     return "crashed", steps0, crash_line(m.rank or 0, e)
                 if not r["ok"]:
-                    self._kill_all_running()
+                    self._end_running()
                     if r.get("user"):
                         return "failed", steps0, code_failure(m.rank or 0, r["error"])
                     return "crashed", steps0, f"Train worker rank {m.rank} failed: {r['error']}"
@@ -418,53 +363,20 @@ class Gang:
         keep: dict[str, float] = {}
         if outcome == "stopped":
             keep = dict(ray.get(self.control.stop_info.remote(self.job_id, gen))["keep"])
-        with self.lock:
-            running = sorted(
-                (m for m in self.members.values() if m.slot is not None), key=lambda m: m.rank or 0
-            )
-            for m in running:
-                m.touched = bool(results.get(m.rank or 0, {}).get("cuda_touched", m.touched))
-                if keep.get(m.node, 0) >= 1:
-                    keep[m.node] -= 1
-                    self.kept_at = time.time()
+        crew = self.crew
+        with crew.lock:
+            for w in crew.holding():
+                w.touched = bool(results.get(w.rank or 0, {}).get("cuda_touched", w.touched))
+                if keep.get(w.node, 0) >= 1:
+                    keep[w.node] -= 1
+                    crew.keep(w)
                     continue
-                self._give_back(m)
-                if m.key in self.members:  # a spare now: let it tidy up, unwaited
-                    m.actor.leave.remote()
+                crew.give_back(w)
+                if w.key in crew.workers:  # a spare now: let it tidy up, unwaited
+                    w.actor.leave.remote()
 
-    # ------------------------------------------------------------------ members
-
-    def _give_back(self, m: _Member) -> None:
-        """Free ``m``'s slot; it waits as a spare, or ends if bound to its GPUs."""
-        if m.slot is not None:
-            gpu_slots.free(m.slot)
-            m.slot = None
-        m.rank = None
-        m.idle_since = time.time()
-        if m.touched:
-            self._end(m)
-
-    def _free_kept(self) -> None:
-        with self.lock:
-            for m in list(self.members.values()):
-                if m.slot is not None:
-                    self._give_back(m)
-            self.kept_at = 0.0
-
-    def _end(self, m: _Member) -> None:
-        if m.slot is not None:
-            gpu_slots.free(m.slot)
-        self.members.pop(m.key, None)
-        try:
-            ray.kill(m.actor, no_restart=True)
-        except Exception:
-            log.debug("member %d already gone", m.key, exc_info=True)
-
-    def _kill_all_running(self) -> None:
-        """The run failed or was aborted: its workers may be stuck in a collective with
-        a dead peer, so none of them is reused."""
+    def _end_running(self) -> None:
+        """The run failed or was aborted: none of its workers is reused, and where it
+        left off is read from storage again."""
         self.latest = None
-        with self.lock:
-            for m in list(self.members.values()):
-                if m.slot is not None or m.rank is not None:
-                    self._end(m)
+        self.crew.end_running()
