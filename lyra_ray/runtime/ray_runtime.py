@@ -103,6 +103,7 @@ class RayRuntime:
             "gaps": self.gaps[-200:],
             "waiting": dict(sorted(self.waiting.items())),
             "phases": self.phases.to_state(),
+            "stop_requested_at": dict(sorted(self.stop_requested_at.items())),
         }
 
     def load_state(self, state: Mapping[str, Any]) -> None:
@@ -112,6 +113,7 @@ class RayRuntime:
         self.gaps = list(state.get("gaps", []))
         self.waiting = dict(state.get("waiting", {}))
         self.phases.load_state(state.get("phases", {}))
+        self.stop_requested_at = dict(state.get("stop_requested_at", {}))
 
     def forget(self, job_id: str) -> list[tuple[float, str, int, dict[str, Any]]]:
         """A job left the scheduler's state for the archive: drop what is kept per job
@@ -211,7 +213,10 @@ class RayRuntime:
         asked = self.stop_requested_at.pop(job_id, None)
         if asked is not None:
             self.gaps.append({"job_id": job_id, "generation": gen, "gap_s": now - asked})
-            self.phases.relaunched(job_id, gen, a.workers, now)
+        # whether or not this scheduler asked for the stop itself: one killed mid-resize
+        # left the record open in its state, and the one that carries the resize out
+        # closes it (it only takes a record whose old run has let go)
+        self.phases.relaunched(job_id, gen, a.workers, now)
         self.runs[job_id] = RunRecord(
             job_id, gen, assignment, now, unexpected_ends=unexpected, executor=self.executor
         )

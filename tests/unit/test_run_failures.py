@@ -128,3 +128,30 @@ def test_reconcile_adopts_a_run_started_after_the_last_commit(
     assert ("gone", 3) in killed and ("gone", 2) in killed
     runtime._start("j", runtime.runs["j"].assignment)  # a later start takes the next number
     assert runtime.started == [("j", 2)]  # type: ignore[attr-defined]
+
+
+def test_a_resize_whose_scheduler_died_mid_way_is_still_recorded(runtime: RayRuntime) -> None:
+    """The scheduler is killed after asking a run to stop for a resize (#47, found by
+    the chaos test's kill mid-resize): the one that restarts from its state starts the
+    next generation, and the resize's phase record closes at that run's first step
+    (the restarted scheduler never asked for the stop itself, so it used to leave the
+    record open for good)."""
+    a1 = {"gpu_type": "k80", "workers": 2, "nodes": [["n1", 2]], "partner": None}
+    a2 = {"gpu_type": "k80", "workers": 1, "nodes": [["n1", 1]], "partner": None}
+    runtime._start("j", a1)
+    runtime.decided_at = 99.0
+    runtime._stop("j", next_assignment=a2)
+    restarted = RayRuntime(runtime.specs, "/tmp/lyra-unused", max_restarts=2)
+    restarted.inventory.nodes = dict(runtime.inventory.nodes)
+    restarted.inventory.gpu_label = dict(runtime.inventory.gpu_label)
+    restarted.load_state(runtime.to_state())
+    assert restarted.stop_requested_at == runtime.stop_requested_at
+    r = restarted.runs["j"]
+    events = restarted._ended(r, "stopped", 30.0, "", {"stop_seen": 100.0, "finished_at": 101.0})
+    assert events == [m.JobProgress("j", 30.0)] and restarted.runs["j"].generation == 2
+    restarted.phases.observe("j", 2, {"workers_up": 102.0, "first_step": 103.0})
+    (rec,) = restarted.phases.take_fresh()
+    assert (rec["from_workers"], rec["to_workers"], rec["at"]) == (2, 1, 99.0)
+    assert set(rec["phases"]) == {
+        "stop_signal_s", "checkpoint_s", "relaunch_s", "workers_up_s", "first_step_s"
+    }  # fmt: skip
