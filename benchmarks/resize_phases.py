@@ -6,11 +6,13 @@ small greedy elastic policy. An elastic job (2-4 workers, the example model) run
 short rigid jobs: each rigid arrival shrinks it to 2 workers, each rigid finish grows it
 back to 4, so every cycle is two real resizes. The runtime records each resize's phases
 from the scheduler's decision to the first step at the new size
-(``lyra_ray/runtime/restart_phases.py``). Four runs, one after the other on the same
+(``lyra_ray/runtime/restart_phases.py``). Five runs, one after the other on the same
 cluster, each with a scheduler of its own:
 
 * ``baseline``: the ``ray_train`` executor (a ``TorchTrainer.fit()`` per generation: the
-  path before #47);
+  path before #47); and ``baseline_fast_poll``, the same with Ray Train's controller
+  polling its workers every 0.1 s instead of 2 s (``RAY_TRAIN_HEALTH_CHECK_INTERVAL_S``,
+  its knob that a stop waits on);
 * ``warm`` (what ``median_s`` and ``lyra_ray/model/restart_cost.py`` take): the default
   executor, each job's gang of warm workers;
 * ``state_200mb``: the same job carrying 200 MB of state (``state_mb``) in every
@@ -144,9 +146,11 @@ def run(
     cycles: int,
     rigid_steps: int,
     config: dict[str, Any] | None = None,
+    env: dict[str, str] | None = None,
     **cfg: Any,
 ) -> dict[str, Any]:
-    """``cycles`` shrink+grow cycles of an elastic job under a scheduler of its own."""
+    """``cycles`` shrink+grow cycles of an elastic job under a scheduler of its own
+    (``env``: the job's environment variables, through its runtime env)."""
     t0, load0 = time.monotonic(), os.getloadavg()
     c = _start(live, n, **cfg)
     probe = live.workdir / f"probe-{n}.jsonl"
@@ -159,7 +163,8 @@ def run(
     def resized(to: int, after: int) -> bool:
         return any(r["to_workers"] == to and not r.get("interrupted") for r in records()[after:])
 
-    el = c.submit(_job("elastic", 10**6, config, min_workers=2, max_workers=4))
+    extra: dict[str, Any] = {"runtime_env": {"env_vars": env}} if env else {}
+    el = c.submit(_job("elastic", 10**6, config, min_workers=2, max_workers=4, **extra))
     _wait(lambda: (c.status(el)["assignment"] or {}).get("workers") == 4, 300, "grown to 4", c)
     _wait(lambda: c.status(el)["steps_done"] > 20, 300, "the elastic job stepping", c)
     for i in range(cycles):
@@ -180,7 +185,8 @@ def run(
     done = [r for r in recs if not r.get("interrupted")]
     stamps = [json.loads(line) for line in probe.read_text().splitlines() if line.strip()]
     return {
-        "config": dict(cfg) | {"job_config": {k: v for k, v in config.items() if k != "probe_log"}},
+        "config": dict(cfg)
+        | {"job_config": {k: v for k, v in config.items() if k != "probe_log"}, "env": env or {}},
         "resizes": done,
         "interrupted": [r for r in recs if r.get("interrupted")],
         "median_s": _medians(done),
@@ -237,6 +243,13 @@ def main() -> int:
             runs["baseline"] = run(live, 1, args.cycles, 600, executor="ray_train")
             logs = Path(live.cluster.head_node.get_logs_dir_path())
             runs["baseline"]["starts"] = controller_breakdown(logs)
+            # Ray Train's own knob: its controller polls the workers every 2 s, and a
+            # stop waits for two polls (the last report's queue, then the loop's end)
+            print("baseline, Ray Train polling every 0.1 s:", flush=True)
+            poll = {"RAY_TRAIN_HEALTH_CHECK_INTERVAL_S": "0.1"}
+            runs["baseline_fast_poll"] = run(
+                live, 5, args.extra_cycles, 600, env=poll, executor="ray_train"
+            )
         print("warm:", flush=True)
         runs["warm"] = run(live, 2, args.cycles, 200)
         print("state_200mb (warm):", flush=True)
