@@ -22,12 +22,17 @@ from lyra_ray.train import StepLoop
 
 
 def process_start() -> float:
-    """This process's start, wall clock (Linux: ``/proc``)."""
+    """This process's start, wall clock (Linux: ``/proc``; to a second: the boot time
+    there is whole seconds)."""
     with open("/proc/self/stat") as f:
         ticks = int(f.read().rsplit(")", 1)[1].split()[19])
     with open("/proc/stat") as f:
         boot = next(int(line.split()[1]) for line in f if line.startswith("btime"))
     return boot + ticks / os.sysconf("SC_CLK_TCK")
+
+
+_RUNS_HERE = [0]
+"""Runs of the loop this process has made so far: 0 marks a process new to the job."""
 
 
 class TimedLoop(StepLoop):
@@ -41,9 +46,11 @@ class TimedLoop(StepLoop):
             "rank": self.rank,
             "pid": os.getpid(),
             "proc_start": process_start(),
+            "earlier_runs": _RUNS_HERE[0],
             "called": called,
             "loop": time.time(),
         }
+        _RUNS_HERE[0] += 1
 
     def restore(self) -> dict[str, Any] | None:
         self.stamps["restore_start"] = time.time()
@@ -119,7 +126,7 @@ def breakdown(
         restored = max(s["restored"] for s in new)
         parts["to_restored_s"].append(restored - loop)
         parts["to_step_s"].append(max(s["first_step"] for s in new) - restored)
-        cold.append(sum(1 for s in new if s["proc_start"] > started))
+        cold.append(sum(1 for s in new if s.get("earlier_runs", 0) == 0))
     return {
         "median_s": {k: _median(v) for k, v in parts.items()},
         "labels": dict(PARTS),

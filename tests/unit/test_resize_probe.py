@@ -16,9 +16,9 @@ def test_a_resize_is_split_at_the_slowest_workers_moments() -> None:
     }
     old = [{"generation": 2, "returned": 100.4}, {"generation": 2, "returned": 100.5}]
     new = [
-        {"generation": 3, "proc_start": 50.0, "called": 101.5, "loop": 101.6,
+        {"generation": 3, "earlier_runs": 2, "called": 101.5, "loop": 101.6,
          "restored": 101.9, "first_step": 102.2},
-        {"generation": 3, "proc_start": 101.35, "called": 101.7, "loop": 101.75,
+        {"generation": 3, "earlier_runs": 0, "called": 101.7, "loop": 101.75,
          "restored": 102.0, "first_step": 102.3},
     ]  # fmt: skip
     got = breakdown([rec], old + new)
