@@ -21,6 +21,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from lyra_ray.contract.labels import NODE_ID_LABEL
 
@@ -124,4 +125,19 @@ def ranks(workers: Sequence[tuple[int, str, int | None]]) -> dict[int, Rank]:
         for local, (key, _node, _r) in enumerate(here):
             out[key] = Rank(rank, local, len(here), node_rank)
             rank += 1
+    return out
+
+
+def kept_gpus(current: Mapping[str, Any], following: Mapping[str, Any] | None) -> dict[str, float]:
+    """GPUs per node that a run's next generation holds again (a resize): a gang keeps
+    their slots through the stop. Nothing when the next run shares GPUs differently (a
+    pair formed or split: other slot sizes) or there is no next run (a preemption)."""
+    if following is None or (current.get("partner") is None) != (following.get("partner") is None):
+        return {}
+    now = {str(n): int(g) for n, g in current["nodes"]}
+    out: dict[str, float] = {}
+    for n, g in following["nodes"]:
+        k = min(now.get(str(n), 0), int(g))
+        if k > 0:
+            out[str(n)] = float(k)
     return out

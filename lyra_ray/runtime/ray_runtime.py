@@ -30,6 +30,7 @@ from lyra_ray.model.state import assignment_from_dict, assignment_to_dict
 from lyra_ray.parallelism.jobs import run_config
 from lyra_ray.runtime import runs
 from lyra_ray.runtime.control import get_or_create_control
+from lyra_ray.runtime.gang_plan import kept_gpus
 from lyra_ray.runtime.inventory import Inventory
 from lyra_ray.runtime.restart_phases import RestartPhases
 from lyra_ray.runtime.run_record import MAX_UNEXPECTED_ENDS, START_GRACE_S, RunRecord
@@ -253,9 +254,7 @@ class RayRuntime:
             self.phases.requested(
                 job_id, r.generation, r.assignment["workers"], time.time(), self.decided_at
             )
-            runs.request_stop(job_id, r.generation, keep)
-        else:  # asked again while stopping: what the next generation keeps may differ
-            runs.request_stop(job_id, r.generation, keep)
+        runs.request_stop(job_id, r.generation, keep)  # again while stopping: keep may differ
         self.dirty = True
 
     def _finish(self, job_id: str) -> None:
@@ -437,18 +436,3 @@ class RayRuntime:
             self.runs[jid] = RunRecord(jid, gen, want, now, executor=self.executor)
             self.launches.append((now, jid, gen, want))
             self.dirty = True
-
-
-def kept_gpus(current: Mapping[str, Any], following: Mapping[str, Any] | None) -> dict[str, float]:
-    """GPUs per node that a run's next generation holds again (a resize): a gang keeps
-    their slots through the stop. None when the next run shares GPUs differently (a
-    pair formed or split: other slot sizes) or there is no next run."""
-    if following is None or (current.get("partner") is None) != (following.get("partner") is None):
-        return {}
-    now = {str(n): int(g) for n, g in current["nodes"]}
-    out: dict[str, float] = {}
-    for n, g in following["nodes"]:
-        k = min(now.get(str(n), 0), int(g))
-        if k > 0:
-            out[str(n)] = float(k)
-    return out

@@ -8,8 +8,7 @@ from pathlib import Path
 import pytest
 
 from lyra_ray.contract.labels import GPU_TYPE_LABEL, NODE_ID_LABEL
-from lyra_ray.runtime.gang_plan import Member, Plan, pick_spare, plan, ranks, wanted
-from lyra_ray.runtime.ray_runtime import kept_gpus
+from lyra_ray.runtime.gang_plan import Member, Plan, kept_gpus, pick_spare, plan, ranks, wanted
 
 
 def sel(node: str | None, gpu: str = "v100") -> dict[str, str]:
