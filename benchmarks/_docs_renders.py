@@ -103,61 +103,90 @@ def live_overhead(d: dict[str, Any]) -> str:
 
 
 def moe_serving(d: dict[str, Any]) -> str:
-    """docs/moe.md's Lina vs uniform on the lyra-owned service under loans: latency per
-    traffic phase and arm beside the measured p95 ratios, then ``bottleneck.py``'s ideal
-    ratios for the same requests on both budgets."""
+    """docs/moe.md's popularity-based vs uniform placement on the MoE service (a real
+    architecture, devices computing on CPUs) under loans: latency per traffic phase and
+    arm, the measured p95 ratios, closed-loop throughput, then the token-only ideal."""
     arms = d["arms"]
-    names = {"uniform": "uniform", "lina_counts": "Lina counts", "lina": "Lina + borrowing"}
+    names = {
+        "uniform": "uniform",
+        "popularity": "popularity",
+        "popularity_borrow": "popularity + borrowing",
+    }
     phases = {"high": "high (both servers)", "low": "low (one lent)", "high_again": "high again"}
-    phases["all"] = "whole run"
+    phases["all"] = "whole open-loop run"
+    s = d["setup"]
+    model = arms["popularity"].get("model") or {}
 
     def lat(arm: str, p: str) -> str:
         x = arms[arm]["latency"][p]
         return f"{x['p50_ms']:.0f} / {x['p95_ms']:.0f}"
 
-    s = d["setup"]
     rows = [
-        f"{d['cost_model']}; {s['layers']} layers x {s['experts']} experts, skew {s['skew']}, "
+        f"{model.get('class', s['arch'])} ({s['layers']} MoE layers x {s['experts']} experts, "
+        f"top-{s['top_k']}, expert {s['dim']}x{s['hidden']}), routers calibrated to "
+        f"{s['popularity']} mapped onto its experts; device time {d['device_time']}; "
         f"{s['tokens_per_request']:,} tokens a request, {s['slots']} slots per GPU, "
-        f"{s['high_rps']:g} / {s['low_rps']:g} req/s, {d['when']}. "
+        f"{s['high_rps']:g} / {s['low_rps']:g} req/s, {s['cpus']} CPUs (1-minute load "
+        f"{min(min(a['host_load_1m']) for a in arms.values()):g}–"
+        f"{max(max(a['host_load_1m']) for a in arms.values()):g} during the arms), "
+        f"{d['when']}. "
         f"Command: `{d['command'].strip()}`.",
         "",
         "| traffic phase | requests | "
         + " | ".join(f"{names[a]} p50 / p95 ms" for a in arms)
-        + " | p95 uniform / Lina counts | p95 uniform / Lina + borrowing | failed |",
+        + " | p95 uniform / popularity | p95 uniform / popularity + borrowing | failed |",
         "|---|---|" + "---|" * len(arms) + "---|---|---|",
     ]
     for p, name in phases.items():
-        ratios = [d["measured_p95_ratio"][a][p] for a in ("lina_counts", "lina")]
+        ratios = [d["measured_p95_ratio"][a][p] for a in ("popularity", "popularity_borrow")]
         failed = sum(sum(arms[a]["latency"][p]["failures"].values()) for a in arms)
         rows.append(
             f"| {name} | {arms['uniform']['latency'][p]['requests']} | "
             + " | ".join(lat(a, p) for a in arms)
             + " | "
-            + " | ".join(f"**{r:.2f}×**" for r in ratios)
+            + " | ".join(f"**{r:.2f}×**" if r else "—" for r in ratios)
             + f" | {failed} |"
         )
+    thr = {a: arms[a]["throughput"] for a in arms}
+    t = thr["uniform"]
+    rows += [
+        "",
+        f"| closed loop, both servers ({t['clients']} senders, {t['seconds']:g} s) | "
+        + " | ".join(names[a] for a in arms)
+        + " |",
+        "|---|" + "---|" * len(arms),
+        "| requests / s | "
+        + " | ".join(
+            f"{thr[a]['req_per_s']:.2f}"
+            + (f" (**{d['measured_throughput_ratio'][a]:.2f}×**)" if a != "uniform" else "")
+            for a in arms
+        )
+        + " |",
+    ]
     budgets = "; ".join(
         f"{names[a]} " + " → ".join(str(r["budget_per_layer"]) for r in arm["replans"])
         for a, arm in arms.items()
     )
     rows += [
         "",
-        f"Replica budget per layer at each re-plan during the measured phases: {budgets}.",
-        "",
-        "| ideal (`bottleneck.py`) | replicas uniform → Lina | busiest replica, tokens "
-        "| busiest replica, H200 time | unloaded p95, H200: counts only / with borrowing |",
-        "|---|---|---|---|---|",
+        f"Replica budget per layer at each re-plan during the open-loop phases: {budgets}.",
     ]
-    for key, name in (("both_servers", "4 GPUs (both servers)"), ("one_server", "2 GPUs")):
-        i = d["ideal"][key]
-        counts = f"`{i['uniform_counts']}` → `{i['lina_counts']}`".replace(" ", "")
-        rows.append(
-            f"| {name} | {counts} | {i['tokens_busiest_replica']:.2f}× "
-            f"| {i['h200_busiest_replica']:.2f}× | {i['h200_unloaded_p95_counts_only']:.2f}× / "
-            f"{i['h200_unloaded_p95_borrow']:.2f}× ({i['h200_unloaded_p95_uniform_ms']:.2f} → "
-            f"{i['h200_unloaded_p95_lina_ms']:.2f} ms) |"
-        )
+    if d["ideal"]:
+        rows += [
+            "",
+            "| ideal (`bottleneck.py`, tokens only) | replicas uniform → popularity "
+            "| busiest replica's tokens | unloaded p95 |",
+            "|---|---|---|---|",
+        ]
+        for key, name in (("both_servers", "4 GPUs (both servers)"), ("one_server", "2 GPUs")):
+            if key not in d["ideal"]:
+                continue
+            i = d["ideal"][key]
+            counts = f"`{i['uniform_counts']}` → `{i['popularity_counts']}`".replace(" ", "")
+            rows.append(
+                f"| {name} | {counts} | {i['tokens_busiest_replica']:.2f}× "
+                f"| {i['unloaded_p95_tokens']:.2f}× |"
+            )
     return "\n".join(rows)
 
 

@@ -13,14 +13,14 @@ def _kb(x: float | None) -> str:
 
 def render(data: dict[str, Any]) -> str:
     head = (
-        "| policy | queued | store | cycle p50 / p99 / max | decide p50 / p99 | load avg "
-        "| commit p50 / p99 | bytes a quiet cycle (p50 / max) | peak RSS |\n"
-        "|---|---:|---|---|---|---:|---|---|---:|\n"
+        "| policy | queued | store | teams | cycle p50 / p99 / max | decide p50 / p99 "
+        "| load avg | commit p50 / p99 | bytes a quiet cycle (p50 / max) | peak RSS |\n"
+        "|---|---:|---|---:|---|---|---:|---|---|---:|\n"
     )
     rows = []
     for r in data["runs"]:
         rows.append(
-            f"| {r['policy']} | {r['queued']:,} | {r['store']} "
+            f"| {r['policy']} | {r['queued']:,} | {r['store']} | {_teams(r)} "
             f"| {r['cycle_p50_ms']:.1f} / {r['cycle_p99_ms']:.1f} / {r['cycle_max_ms']:.0f} ms "
             f"| {r['step_p50_ms']:.1f} / {r['step_p99_ms']:.1f} ms "
             f"| {r['loadavg_1m']:.2f} "
@@ -37,6 +37,12 @@ def render(data: dict[str, Any]) -> str:
     return head + "\n".join(rows) + tail + _ratios(data["runs"]) + _boundaries(data["runs"])
 
 
+def _teams(r: dict[str, Any]) -> str:
+    """Limited teams in the run (runs from before teams were measured had none)."""
+    n = int(r.get("teams", 0))
+    return f"{n} limited" if n else "none"
+
+
 def _boundaries(runs: list[dict[str, Any]]) -> str:
     """The round-boundary cycles apart from the others, and the pauses moved between
     cycles, so not in the cycle times: the collector's (``runtime/gc_pacing.py``) and
@@ -50,8 +56,9 @@ def _boundaries(runs: list[dict[str, Any]]) -> str:
             gc += f", {r['gc_full_count']} full up to {r['gc_full_max_ms']:.0f} ms"
         if r.get("wal_between_p99_ms") is not None:  # runtime/wal_pacing.py's checkpoints
             gc += f", WAL checkpoints between cycles p99 {r['wal_between_p99_ms']:.1f} ms"
+        who = f" {r['teams']} teams" if r.get("teams") else ""
         parts.append(
-            f"{r['policy']} {r['queued']:,} {r['store']}: {r['boundary_cycles']} round "
+            f"{r['policy']} {r['queued']:,} {r['store']}{who}: {r['boundary_cycles']} round "
             f"boundaries, slowest {r['boundary_cycle_max_ms']:.0f} ms, other cycles' max "
             f"{r['other_cycle_max_ms']:.0f} ms; {gc}"
         )
@@ -65,7 +72,11 @@ def _ratios(runs: list[dict[str, Any]]) -> str:
     for policy in dict.fromkeys(r["policy"] for r in runs):
         for store in dict.fromkeys(r["store"] for r in runs):
             rs = sorted(
-                (r for r in runs if r["policy"] == policy and r["store"] == store),
+                (
+                    r
+                    for r in runs
+                    if r["policy"] == policy and r["store"] == store and not r.get("teams")
+                ),
                 key=lambda r: r["queued"],
             )
             if len(rs) < 2 or not rs[0]["quiet_cycle_bytes_p50"]:

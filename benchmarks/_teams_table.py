@@ -4,7 +4,12 @@ from __future__ import annotations
 
 from typing import Any
 
-NAMES = {"no_quotas": "no quotas", "hard_quotas": "hard quotas", "borrowing": "borrowing + reclaim"}
+NAMES = {
+    "no_quotas": "no quotas",
+    "hard_quotas": "hard quotas",
+    "borrowing": "borrowing + reclaim",
+    "borrowing_pin": "borrowing, admit-then-pin",
+}
 
 
 def _f(v: float | None, digits: int = 2) -> str:

@@ -292,6 +292,12 @@ TABLES: tuple[Table, ...] = (
         "benchmarks/results/teams_eval.json",
         "benchmarks._teams_table:render",
     ),
+    Table(
+        "teams-hetero",
+        "docs/teams.md",
+        "benchmarks/results/teams_hetero.json",
+        "benchmarks._teams_hetero_table:render",
+    ),
 )
 """Every rendered table. Add a row when a doc gains one."""
 

@@ -19,7 +19,13 @@ its size while jobs finish. Job sizes are log-uniform (10 GPU-minutes to 100 GPU
 
     .venv/bin/python benchmarks/scale_cycle.py            # writes benchmarks/results/scale.json
 
-Reported per policy, queue size and store: cycle p50/p99/max (wall seconds of fold ->
+``--teams 4`` adds the case with four limited teams (issue #42): jobs dealt to them in
+turn, each guaranteed a fifth of every GPU type (the last fifth no guarantee covers),
+borrowing what the others leave idle; the policy runs inside the teams wrapper
+(:func:`lyra_ray.policies.teams.with_teams`, what the live scheduler builds once a
+limited team exists), with the incremental store.
+
+Reported per policy, queue size, store and teams: cycle p50/p99/max (wall seconds of fold ->
 decide -> commit -> apply -> commit), the collector's and SQLite's WAL checkpoints between
 cycles (:mod:`lyra_ray.runtime.gc_pacing`, :mod:`lyra_ray.runtime.wal_pacing`: not in a
 cycle, reported beside it), the host's load average beside them, commit bytes
@@ -53,8 +59,10 @@ sys.path.insert(0, str(ROOT))
 from lyra_ray import model as m  # noqa: E402
 from lyra_ray.model import JobSpec, Node  # noqa: E402
 from lyra_ray.model.state import spec_to_dict  # noqa: E402
+from lyra_ray.model.teams import TeamSet, parse_teams  # noqa: E402
 from lyra_ray.model.throughput import SpecThroughputs  # noqa: E402
 from lyra_ray.policies.base import get_policy  # noqa: E402
+from lyra_ray.policies.teams import with_teams  # noqa: E402
 from lyra_ray.runtime.archive import JobArchive  # noqa: E402
 from lyra_ray.runtime.config import SchedulerConfig  # noqa: E402
 from lyra_ray.runtime.cycle import Inbox, LiveCycle, LiveStore  # noqa: E402
@@ -77,8 +85,22 @@ def cluster() -> list[Node]:
     return [Node(f"{g}-{i:03d}", g, 8) for g, n in counts.items() for i in range(n)]
 
 
-def job(rng: random.Random, i: int) -> JobSpec:
-    """Rigid 1-8-worker jobs and elastic ones, log-uniform in size."""
+def teams_of(n: int) -> TeamSet | None:
+    """``n`` limited teams, each guaranteed a fifth of every type of :func:`cluster`."""
+    if n <= 0:
+        return None
+    gpus: dict[str, int] = {}
+    for node in cluster():
+        gpus[node.gpu_type] = gpus.get(node.gpu_type, 0) + node.num_gpus
+    quota = ",".join(f"{g}={c // 5}" for g, c in sorted(gpus.items()))
+    names = [f"team{i}" for i in range(n)]
+    raw = {"teams": {t: {"quota": quota} for t in names}, "users": {t: t for t in names}}
+    return parse_teams(raw, "scale_cycle", gpus)
+
+
+def job(rng: random.Random, i: int, teams: int = 0) -> JobSpec:
+    """Rigid 1-8-worker jobs and elastic ones, log-uniform in size (the ``i``-th goes to
+    team ``i mod teams``)."""
     gpu_s = math.exp(rng.uniform(math.log(600.0), math.log(360_000.0)))
     elastic = rng.random() < 0.3
     workers = rng.choice((1, 1, 1, 2, 2, 4, 8))
@@ -90,6 +112,7 @@ def job(rng: random.Random, i: int) -> JobSpec:
         min_workers=1 if elastic else workers,
         max_workers=8 if elastic else workers,
         throughput=tput,
+        user=f"team{i % teams}" if teams else "default",
     )
 
 
@@ -106,8 +129,10 @@ class SteadyQueue:
         period: float,
         cycles: int,
         seed: int,
+        teams: int = 0,
     ) -> None:
         self.store, self.core, self.executor = store, core, executor
+        self.teams = teams
         self.queued, self.period, self.left = queued, period, cycles
         self.rng = random.Random(seed)
         self.warm, self.warm_period = 0, period
@@ -135,7 +160,7 @@ class SteadyQueue:
         return t
 
     def submit(self) -> None:
-        spec = job(self.rng, self.next_id)
+        spec = job(self.rng, self.next_id, self.teams)
         jid = f"{self.next_id:07d}"
         self.next_id += 1
         self.executor.register(jid, spec)
@@ -171,13 +196,20 @@ class Timings:
 
 
 def run(
-    policy: str, queued: int, store_kind: str, cycles: int, warm: int, period: float
+    policy: str,
+    queued: int,
+    store_kind: str,
+    cycles: int,
+    warm: int,
+    period: float,
+    teams: int = 0,
 ) -> dict[str, Any]:
     cfg = SchedulerConfig()
     model = SpecThroughputs()
     pol = get_policy(policy)
+    team_set = teams_of(teams)
     core = SchedulerCore(
-        pol,
+        pol if team_set is None else with_teams(pol, team_set),
         model,
         cfg.round_s,
         rounds=default_rounds(pol, min_reset_interval_s=cfg.min_reset_interval_s),
@@ -193,7 +225,9 @@ def run(
         live.incremental = store_kind == "incremental"
         timings = Timings(live)
         loop = LiveCycle(core, live, executor, serving, (timings,))
-        clock = SteadyQueue(store, core, executor, queued, period, warm + cycles, seed=7)
+        clock = SteadyQueue(
+            store, core, executor, queued, period, warm + cycles, seed=7, teams=teams
+        )
         # Warm-up fast-forwards two hours in ``warm`` cycles, so that jobs have run and
         # some finish while we measure (a cold queue under fair sharing finishes nothing
         # for hours).
@@ -223,6 +257,7 @@ def run(
             "policy": policy,
             "queued": queued,
             "store": store_kind,
+            "teams": teams,
             "cycles": len(rows),
             "virtual_s": clock.now,
             "wall_s": round(wall, 2),
@@ -279,12 +314,25 @@ def main(argv: Sequence[str] | None = None) -> None:
     ap.add_argument("--cycles", type=int, default=300)
     ap.add_argument("--warm", type=int, default=30)
     ap.add_argument("--period", type=float, default=2.0)
+    ap.add_argument(
+        "--teams",
+        nargs="+",
+        type=int,
+        default=[0, 4],
+        help="limited teams per case (0: none); cases with teams use the incremental store",
+    )
     ap.add_argument("--out", default=str(OUT), help='"" writes nothing')
     ap.add_argument("--one", action="store_true", help="run one configuration in-process")
     args = ap.parse_args(argv)
     if args.one:  # a child: its peak RSS is its own run's
         r = run(
-            args.policies[0], args.queued[0], args.stores[0], args.cycles, args.warm, args.period
+            args.policies[0],
+            args.queued[0],
+            args.stores[0],
+            args.cycles,
+            args.warm,
+            args.period,
+            args.teams[0],
         )
         print(json.dumps(r), flush=True)
         return
@@ -292,13 +340,17 @@ def main(argv: Sequence[str] | None = None) -> None:
     for policy in args.policies:
         for queued in args.queued:
             for kind in args.stores:
-                cmd = [sys.executable, __file__, "--one", "--policies", policy]
-                cmd += ["--queued", str(queued), "--stores", kind, "--cycles", str(args.cycles)]
-                cmd += ["--warm", str(args.warm), "--period", str(args.period)]
-                done = subprocess.run(cmd, check=True, capture_output=True, text=True)
-                r = json.loads(done.stdout.strip().splitlines()[-1])
-                print(json.dumps(r), flush=True)
-                rows.append(r)
+                for teams in args.teams:
+                    if teams and kind != "incremental":
+                        continue
+                    cmd = [sys.executable, __file__, "--one", "--policies", policy]
+                    cmd += ["--queued", str(queued), "--stores", kind]
+                    cmd += ["--cycles", str(args.cycles), "--teams", str(teams)]
+                    cmd += ["--warm", str(args.warm), "--period", str(args.period)]
+                    done = subprocess.run(cmd, check=True, capture_output=True, text=True)
+                    r = json.loads(done.stdout.strip().splitlines()[-1])
+                    print(json.dumps(r), flush=True)
+                    rows.append(r)
     if args.out:
         meta = {
             "command": "python benchmarks/scale_cycle.py " + " ".join(sys.argv[1:]),

@@ -12,7 +12,9 @@ Scenarios, one run each, same jobs, policy ``lyra`` (no inference pool here):
 
 * ``no_quotas``: the policy alone (the guarantees are only measured against);
 * ``hard_quotas``: the teams wrapper with ``borrow_limit: 0``;
-* ``borrowing``: the teams wrapper, borrowing unlimited, reclaim on demand.
+* ``borrowing``: the teams wrapper, borrowing unlimited, reclaim on demand;
+* ``borrowing_pin``: the same with ``enforce: pin``, the enforcement before issue #42
+  (each job admitted onto one GPU type and pinned there).
 
 Per team: mean JCT and queueing; the share of its guarantee it got when it asked
 (``∫ min(used, asked) dt / ∫ asked dt``, where asked is what the team's active jobs'
@@ -55,7 +57,7 @@ ROOT = Path(__file__).resolve().parents[1]
 OUT = ROOT / "benchmarks" / "results" / "teams_eval.json"
 VCS = ("6214e9", "6c71a0", "11cb48", "b436b2")
 CURVES = ("bert", "cifar10", "deepspeech2", "imagenet", "ncf", "yolov3")
-SCENARIOS = ("no_quotas", "hard_quotas", "borrowing")
+SCENARIOS = ("no_quotas", "hard_quotas", "borrowing", "borrowing_pin")
 
 
 def shared_data() -> Path:
@@ -105,12 +107,16 @@ def offered(jobs: list[JobSpec], vc: str) -> float:
     return total / 3600
 
 
-def team_set(gpus: int, borrow: bool) -> TeamSet:
+def team_set(gpus: int, borrow: bool, enforce: str = "inside") -> TeamSet:
     share = gpus // len(VCS)
     body: dict[str, Any] = {"quota": f"v100={share}"}
     if not borrow:
         body["borrow_limit"] = 0
-    raw = {"teams": {vc: dict(body) for vc in VCS}, "users": {vc: vc for vc in VCS}}
+    raw = {
+        "teams": {vc: dict(body) for vc in VCS},
+        "users": {vc: vc for vc in VCS},
+        "enforce": enforce,
+    }
     return parse_teams(raw, "teams_eval", {"v100": gpus})
 
 
@@ -164,7 +170,9 @@ def run(scenario: str, jobs: list[JobSpec], args: argparse.Namespace) -> dict[st
     nodes = [Node(f"v{i:03d}", "v100", 1) for i in range(args.gpus)]
     policy: Policy = get_policy(args.policy)
     if scenario != "no_quotas":
-        policy = with_teams(policy, team_set(args.gpus, borrow=scenario == "borrowing"))
+        borrow = scenario.startswith("borrowing")
+        enforce = "pin" if scenario.endswith("_pin") else "inside"
+        policy = with_teams(policy, team_set(args.gpus, borrow, enforce))
     meter = TeamMeter(dict.fromkeys(VCS, float(args.gpus // len(VCS))), args.grace_s)
     sim = Simulator(
         nodes, policy, SpecThroughputs(), resize_overhead_s=RESTART_S, observers=[meter]

@@ -1,9 +1,9 @@
 """What the live teams layer costs one decision at a long queue (#32), without Ray.
 
 The live scheduler calls its policy through ``LiveTeamPolicy``
-(:mod:`lyra_ray.runtime.team_live`): with only the unlimited ``default`` team it calls
+(:mod:`lyra_ray.runtime.teams.policy`): with only the unlimited ``default`` team it calls
 the policy as it is; with limited teams it maps every job to its team
-(``TeamRegistry.for_snapshot``) and runs the simulator's ``with_teams`` admission
+(``TeamRegistry.for_snapshot``) and runs the simulator's ``with_teams`` bounds
 around the policy. This times, on one snapshot of ``--jobs`` jobs (20 running, the rest
 queued, 8 users, 64 V100 + 64 K80), the policy alone, behind the live layer with only
 ``default``, and behind it with four limited teams; and apart, the job -> team map and
@@ -33,9 +33,9 @@ from lyra_ray.policies.base import get_policy  # noqa: E402
 from lyra_ray.policies.teams import with_teams  # noqa: E402
 from lyra_ray.runtime.auth import Users  # noqa: E402
 from lyra_ray.runtime.store import StateStore  # noqa: E402
-from lyra_ray.runtime.team_live import live_team_policy  # noqa: E402
-from lyra_ray.runtime.team_registry import TeamRegistry  # noqa: E402
-from lyra_ray.runtime.team_store import TeamStore  # noqa: E402
+from lyra_ray.runtime.teams.policy import live_team_policy  # noqa: E402
+from lyra_ray.runtime.teams.registry import TeamRegistry  # noqa: E402
+from lyra_ray.runtime.teams.store import TeamStore  # noqa: E402
 from tests.unit.teams_helpers import cluster, job  # noqa: E402
 
 OUT = ROOT / "benchmarks" / "results" / "teams_live_overhead.json"

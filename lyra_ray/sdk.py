@@ -328,6 +328,11 @@ class Client:
         out: builtins.list[dict[str, Any]] = self._call("team_list")
         return out
 
+    def team_reference(self, reference: str | None = None) -> dict[str, Any]:
+        """The reference type of effective quotas: shown, or set to a GPU type the
+        cluster has (``"auto"``: its most common training type; admins only)."""
+        return self._team_reply(self._call("team_reference", reference))
+
     @staticmethod
     def _team_reply(reply: dict[str, Any]) -> dict[str, Any]:
         if not reply.get("ok"):

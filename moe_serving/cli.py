@@ -16,11 +16,14 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from lyra_ray.moe_serving.batch_regime import parse_regime
+from lyra_ray.moe_serving.expert_time import ExpertCost
 from lyra_ray.moe_serving.plan_io import (
     ALGORITHMS,
     LoadFileError,
     check_budget,
     planner_for,
+    predicted,
     read_load_file,
     report,
     timed_plan,
@@ -43,14 +46,35 @@ def cmd_plan(args: argparse.Namespace) -> int:
     msg = check_budget(load.shape[1], args.gpus, args.replicas, args.slots)
     if msg:
         return _fail(msg)
+    if args.eplb_out and args.replicas % args.gpus:
+        return _fail(
+            f"--eplb-out: --replicas ({args.replicas}) must be a multiple of --gpus "
+            f"({args.gpus}): an engine gives every GPU the same number of slots"
+        )
     try:
+        regime, cost = _regime_and_cost(args)
         nodes = args.nodes if args.nodes is not None else max(1, args.gpus // 8)
-        fn = planner_for(args.algorithm, args.gpus, args.replicas, args.slots, args.groups, nodes)
+        slots = args.slots if args.slots is not None else -(-args.replicas // args.gpus)
+        fn = planner_for(
+            args.algorithm, args.gpus, args.replicas, slots, args.groups, nodes, regime, cost
+        )
         plan, plan_s = timed_plan(fn, load)
     except ValueError as e:
         return _fail(str(e))
     out: dict[str, Any] = {"algorithm": args.algorithm, "load": str(args.load)}
     out.update(report(load, layers, plan, plan_s))
+    if regime is not None and cost is not None:
+        out["step_time"] = predicted(load, plan, args.replicas, regime, cost)
+    if args.eplb_out:
+        from lyra_ray.moe_serving.engine_map import sglang_expert_location
+
+        total = _total_layers(args.load)
+        try:
+            data = sglang_expert_location(plan, layers, total)
+            Path(args.eplb_out).parent.mkdir(parents=True, exist_ok=True)
+            Path(args.eplb_out).write_text(json.dumps(data))
+        except (OSError, ValueError) as e:
+            return _fail(f"--eplb-out {args.eplb_out}: cannot write ({e})")
     if args.json:
         try:
             Path(args.json).parent.mkdir(parents=True, exist_ok=True)
@@ -62,7 +86,37 @@ def cmd_plan(args: argparse.Namespace) -> int:
         f"(worst layer {out['max_over_mean_worst']:.4f}) over {out['moe_layers']} layers, "
         f"planned in {plan_s * 1e3:.1f} ms"
     )
+    if "step_time" in out:
+        t = out["step_time"]
+        print(
+            f"predicted expert step time: {t['plan_s'] * 1e3:.3f} ms; uniform "
+            f"{t.get('uniform_s', float('nan')) * 1e3:.3f} ms, token balance "
+            f"{t['token_balance_s'] * 1e3:.3f} ms ({plan.counts.sum(1).max()} replicas used)"
+        )
+    if args.eplb_out:
+        print(f"wrote SGLang --init-expert-location map: {args.eplb_out}")
     return 0
+
+
+def _regime_and_cost(
+    args: argparse.Namespace,
+) -> tuple[tuple[tuple[float, float], ...] | None, ExpertCost | None]:
+    """The batch regime (``--batch-tokens``) and expert (``--expert``, ``--gpu``), if given."""
+    if args.batch_tokens is None:
+        return None, None
+    regime = parse_regime(args.batch_tokens, "--batch-tokens")
+    dim, sep, hidden = str(args.expert).partition("x")
+    if not (sep and dim.isdigit() and hidden.isdigit() and int(dim) > 0 and int(hidden) > 0):
+        raise ValueError(f"--expert: {args.expert!r} is not DIMxHIDDEN (e.g. 7168x2048)")
+    try:
+        return regime, ExpertCost(int(dim), int(hidden), args.gpu)
+    except ValueError as e:
+        raise ValueError(f"--gpu: {e}") from None
+
+
+def _total_layers(path: str) -> int:
+    """All layers of the load file (dense ones included): the engine's ``num_layers``."""
+    return len(json.loads(Path(path).read_text())["logical_count"])
 
 
 def register(subparsers: Any) -> Any:
@@ -82,6 +136,22 @@ def register(subparsers: Any) -> Any:
         "--nodes", type=int, default=None, help="nodes (eplb-hierarchical; default gpus/8)"
     )
     plan.add_argument("--json", default=None, help="write the report here")
+    plan.add_argument(
+        "--batch-tokens",
+        default=None,
+        help="batch regime: routed tokens per MoE layer and step (batch tokens x top-k), "
+        "one size or a histogram SIZE:WEIGHT,...; with it, lina plans for that regime",
+    )
+    plan.add_argument(
+        "--expert", default="7168x2048", help="expert shape DIMxHIDDEN (default DeepSeek-V3's)"
+    )
+    plan.add_argument("--gpu", default="h200", help="GPU type of the expert-time model")
+    plan.add_argument(
+        "--eplb-out",
+        default=None,
+        help="write the placement as SGLang's --init-expert-location JSON "
+        "(physical_to_logical_map, DeepSeek EPLB's phy2log)",
+    )
     plan.set_defaults(func=cmd_plan)
 
     return sub

@@ -89,11 +89,18 @@ def roofline(gpu: str) -> ExpertRoofline:
         ) from None
 
 
-def expert_times_s(dim: int, hidden: int, tokens: npt.ArrayLike, gpu: str = "h200") -> Floats:
-    """``expert_time_s`` over an array of token counts (fractional counts allowed)."""
+def expert_times_s(
+    dim: int,
+    hidden: int,
+    tokens: npt.ArrayLike,
+    gpu: str = "h200",
+    constants: ExpertRoofline | None = None,
+) -> Floats:
+    """``expert_time_s`` over an array of token counts (fractional counts allowed);
+    ``constants`` (e.g. measured on the host that runs the experts) replace ``gpu``'s."""
     if dim < 1 or hidden < 1:
         raise ValueError(f"expert time: dim ({dim}) and hidden ({hidden}) must be >= 1")
-    c = roofline(gpu)
+    c = roofline(gpu) if constants is None else constants
     t = np.asarray(tokens, dtype=np.float64)
     if np.any(t < 0) or not np.all(np.isfinite(t)):
         raise ValueError("expert time: tokens must be finite and >= 0")
@@ -133,7 +140,11 @@ to well under 1 % (t is near-linear there and K concentrates)."""
 
 
 def expected_expert_times_s(
-    dim: int, hidden: int, mean_tokens: npt.ArrayLike, gpu: str = "h200"
+    dim: int,
+    hidden: int,
+    mean_tokens: npt.ArrayLike,
+    gpu: str = "h200",
+    constants: ExpertRoofline | None = None,
 ) -> Floats:
     """Expected time of an expert whose token count in a step is Poisson(``mean_tokens``).
 
@@ -148,13 +159,14 @@ def expected_expert_times_s(
     small = np.minimum(lam, POISSON_EXACT_BELOW)
     kmax = int(POISSON_EXACT_BELOW + 12.0 * POISSON_EXACT_BELOW**0.5 + 12.0)
     ks = np.arange(kmax + 1, dtype=np.float64)
-    t_k = expert_times_s(dim, hidden, ks, gpu)
+    t_k = expert_times_s(dim, hidden, ks, gpu, constants)
     pmf = np.exp(-small)
     acc = pmf * t_k[0]
     for k in range(1, kmax + 1):
         pmf = pmf * small / k
         acc = acc + pmf * t_k[k]
-    out: Floats = np.where(lam < POISSON_EXACT_BELOW, acc, expert_times_s(dim, hidden, lam, gpu))
+    big = expert_times_s(dim, hidden, lam, gpu, constants)
+    out: Floats = np.where(lam < POISSON_EXACT_BELOW, acc, big)
     return out
 
 
@@ -166,19 +178,49 @@ class ExpertCost:
     dim: int
     hidden: int
     gpu: str = "h200"
+    constants: ExpertRoofline | None = None
+    """Constants that replace ``gpu``'s: a device whose expert time was measured where it
+    runs (``host_roofline``), or a constant per call (``per_call``)."""
 
     def __post_init__(self) -> None:
-        roofline(self.gpu)
+        if self.constants is None:
+            roofline(self.gpu)
         if self.dim < 1 or self.hidden < 1:
             raise ValueError(f"expert time: dim ({self.dim}) and hidden ({self.hidden}) >= 1")
 
     def __call__(self, tokens: npt.ArrayLike) -> Floats:
         """Seconds of one call per token count (0 tokens: not called, 0 s)."""
-        return expert_times_s(self.dim, self.hidden, tokens, self.gpu)
+        return expert_times_s(self.dim, self.hidden, tokens, self.gpu, self.constants)
 
     def seconds(self, tokens: float) -> float:
-        return expert_time_s(self.dim, self.hidden, tokens, self.gpu)
+        return float(self(tokens))
 
     def expected(self, mean_tokens: npt.ArrayLike) -> Floats:
         """Expected seconds per step at Poisson(``mean_tokens``) tokens."""
-        return expected_expert_times_s(self.dim, self.hidden, mean_tokens, self.gpu)
+        return expected_expert_times_s(self.dim, self.hidden, mean_tokens, self.gpu, self.constants)
+
+
+UNBOUNDED = 1e30
+"""A bandwidth or FLOP rate so high that its term vanishes from the roofline."""
+
+
+def per_call(seconds: float) -> ExpertRoofline:
+    """Constants under which every call takes ``seconds``, whatever its tokens (a spec's
+    ``service_ms``)."""
+    if not (np.isfinite(seconds) and seconds > 0):
+        raise ValueError(f"expert time: seconds per call must be > 0, got {seconds}")
+    return ExpertRoofline(UNBOUNDED, UNBOUNDED, seconds, 2.0, "a constant per call")
+
+
+def host_roofline(
+    dim: int, hidden: int, one_token_s: float, many: int, many_s: float, source: str
+) -> ExpertRoofline:
+    """Constants from two timings of one expert where it runs: its time at one token (the
+    floor: call and framework overhead) and at ``many`` tokens (the FLOP rate), in the
+    roofline's own form ``max(floor, compute)``. WHY: a device that computes its experts
+    on a CPU is neither an H200 nor flat; the planner must predict the time of the
+    devices that actually run."""
+    if not (one_token_s > 0 and many_s > 0 and many > 1):
+        raise ValueError("expert time: host timings must be > 0 and many > 1")
+    flops = WEIGHT_MATRICES * FLOPS_PER_TOKEN_PER_WEIGHT * dim * hidden * many / many_s
+    return ExpertRoofline(UNBOUNDED, flops, one_token_s, 2.0, source)

@@ -32,3 +32,25 @@ def expert_ffn(x: F32, w: ExpertWeights) -> F32:
     h = 0.5 * h * (1.0 + np.tanh(0.5 * h))  # SiLU, written via tanh so it never overflows
     out: F32 = (h @ w.w2.T + w.b2).astype(np.float32, copy=False)
     return out
+
+
+@dataclass(frozen=True)
+class ExpertSlice:
+    """One expert's slice of a layer's fused 3-D expert tensors (``transformers``' layout,
+    e.g. ``MixtralExperts``): ``gate_up`` is ``gate_up_proj[e]`` [2*inter, dim] (the gate's
+    rows, then the up projection's), ``down`` is ``down_proj[e]`` [dim, inter]. This slice is
+    the unit Lina replicates and places."""
+
+    gate_up: F32
+    down: F32
+
+
+def swiglu(x: F32, w: ExpertSlice) -> F32:
+    """``down(silu(x gate^T) * (x up^T))`` for token vectors ``x`` [n, dim]: what the
+    fused experts module computes for one expert, before the router's weight."""
+    gu = x @ w.gate_up.T
+    inter = gu.shape[1] // 2
+    g, u = gu[:, :inter], gu[:, inter:]
+    h = g / (1.0 + np.exp(-np.clip(g, -60.0, 60.0))) * u  # SiLU, clipped so exp never overflows
+    out: F32 = (h @ w.down.T).astype(np.float32, copy=False)
+    return out

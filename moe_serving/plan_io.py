@@ -14,7 +14,17 @@ from typing import Any
 
 import numpy as np
 
-from lyra_ray.moe_serving.planner import Loads, Placement, default_slots, max_over_mean, plan_lina
+from lyra_ray.moe_serving.expert_time import ExpertCost
+from lyra_ray.moe_serving.planner import (
+    Loads,
+    Placement,
+    default_slots,
+    max_over_mean,
+    plan_for_regime,
+    plan_lina,
+    plan_uniform,
+    regime_step_times,
+)
 
 ALGORITHMS = ("lina", "eplb-global", "eplb-hierarchical")
 
@@ -61,10 +71,21 @@ def read_load_file(path: str | Path) -> tuple[Loads, list[int]]:
 
 
 def planner_for(
-    algorithm: str, gpus: int, replicas: int, slots: int | None, groups: int, nodes: int
+    algorithm: str,
+    gpus: int,
+    replicas: int,
+    slots: int | None,
+    groups: int,
+    nodes: int,
+    regime: tuple[tuple[float, float], ...] | None = None,
+    cost: ExpertCost | None = None,
 ) -> Callable[[Loads], Placement]:
-    """The planning function for an algorithm name (imports EPLB's torch only when used)."""
+    """The planning function for an algorithm name (imports EPLB's torch only when used).
+    ``lina`` with a batch ``regime`` and an expert ``cost`` is the plan for that regime
+    (``plan_for_regime``, what the live service runs); without, Lina's token balance."""
     if algorithm == "lina":
+        if regime is not None and cost is not None:
+            return lambda load: plan_for_regime(load, replicas, gpus, regime, cost, slots)
         return lambda load: plan_lina(load, replicas, gpus, slots)
     if algorithm in ("eplb-global", "eplb-hierarchical"):
         from lyra_ray.moe_serving.eplb import plan_eplb
@@ -104,6 +125,30 @@ def report(load: Loads, layers: list[int], plan: Placement, plan_s: float) -> di
         "replicas": int(plan.replica_expert.shape[1]),
         "slots_per_device": plan.slots,
     }
+
+
+def predicted(
+    load: Loads,
+    plan: Placement,
+    replicas: int,
+    regime: tuple[tuple[float, float], ...],
+    cost: ExpertCost,
+) -> dict[str, Any]:
+    """Predicted expert step time (summed over the MoE layers) of the plan, of uniform
+    placement (one replica per expert, round-robin) and of Lina's token balance on the
+    whole budget, for the regime: what the CLI reports when it is given one."""
+    layers, experts = load.shape
+    devices, slots = plan.devices, plan.slots
+    base = {"token_balance": plan_lina(load, replicas, devices, slots)}
+    if -(-experts // devices) <= slots:
+        one = plan_uniform(experts, layers, experts, devices, slots)
+        base["uniform"] = Placement(one.replica_expert, one.replica_device, devices, slots, load)
+    out: dict[str, Any] = {"plan_s": float(regime_step_times(plan, regime, cost, load).sum())}
+    for name, p in base.items():
+        out[f"{name}_s"] = float(regime_step_times(p, regime, cost, load).sum())
+    out["regime"] = [list(r) for r in regime]
+    out["expert"] = {"dim": cost.dim, "hidden": cost.hidden, "gpu": cost.gpu}
+    return out
 
 
 def check_budget(experts: int, gpus: int, replicas: int, slots: int | None) -> str | None:

@@ -20,6 +20,7 @@ its replicas' expected expert times) and may leave replica slots unused.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -177,6 +178,101 @@ def _pack_by_cost(lam: Loads, counts: Ints, devices: int, slots: int, cost: Expe
     return np.stack([experts, device])
 
 
+def plan_uniform(experts: int, layers: int, replicas: int, devices: int, slots: int) -> Placement:
+    """The same-budget baseline: every expert as many replicas as the budget gives evenly
+    (the first ``replicas % experts`` one more), replica ``j`` of the flattened list on
+    device ``j % devices`` (round-robin), so a device's experts are spread out."""
+    counts = np.full(experts, replicas // experts, dtype=np.int64)
+    counts[: replicas % experts] += 1
+    rexp = np.tile(np.repeat(np.arange(experts), counts), (layers, 1))
+    rdev = np.tile(np.arange(replicas) % devices, (layers, 1))
+    flat = np.ones((layers, experts))
+    return Placement(rexp, rdev, devices, slots, flat)
+
+
+def regime_step_times(
+    plan: Placement, regime: Sequence[tuple[float, float]], cost: ExpertCost, load: Loads
+) -> Loads:
+    """Expected expert step time of each layer [L] over the ``regime``'s step sizes
+    (``(tokens per step, weight)``, weights summing to 1), under ``load``'s shares."""
+    out = np.zeros(load.shape[0])
+    for tokens, weight in regime:
+        out += weight * step_times(plan, tokens, cost, load)
+    return out
+
+
+def _with_load(plan: Placement, load: Loads) -> Placement:
+    return Placement(plan.replica_expert, plan.replica_device, plan.devices, plan.slots, load)
+
+
+def plan_for_regime(
+    load: Loads,
+    replicas: int,
+    devices: int,
+    regime: Sequence[tuple[float, float]],
+    cost: ExpertCost,
+    slots: int | None = None,
+    totals: int = 5,
+) -> Placement:
+    """A placement minimising the expected expert step time over the batch regime.
+
+    ``regime``: ``(tokens per step, weight)`` pairs (``batch_regime.BatchHistogram``; routed
+    tokens of one layer in one step, i.e. batch tokens x top-k). Each expert gets
+    Poisson(tokens x its load share / its replicas) tokens per replica; a device's time is
+    the sum of its replicas' expected ``cost``; a layer's step time the max over devices
+    (``step_times``), weighted over the regime (``regime_step_times``).
+
+    Candidates, all judged by that one objective: Lina's token-balancing plan and the
+    uniform baseline on the whole budget; uniform with one replica per expert; and, for
+    ``totals`` replica totals from one per expert up to ``replicas`` and for each step size
+    of the regime, counts by the divisor method on expected time at that size, packed by
+    expected time. Within one total the best candidate is taken layer by layer; the total
+    with the lowest summed step time wins. So the plan follows the histogram (no threshold
+    picks a mode) and is never predicted slower than token balance or uniform, whatever
+    the regime. It may leave slots empty: at decode-sized steps an extra replica of an
+    expert in its flat region only adds a call's floor.
+    """
+    slots = default_slots(replicas, devices) if slots is None else slots
+    check_shape(load, replicas, devices, slots)
+    regime = tuple(regime)
+    if not regime:
+        raise ValueError("regime: no batch sizes")
+    for tokens, weight in regime:
+        if not np.isfinite(tokens) or tokens <= 0:
+            raise ValueError(f"tokens_per_step must be > 0, got {tokens}")
+        if not np.isfinite(weight) or weight < 0:
+            raise ValueError(f"regime weights must be finite and >= 0, got {weight}")
+    load = load.astype(np.float64)
+    layers, experts = load.shape
+    steps = max(1, totals - 1)
+    chosen = sorted({experts + round(k * (replicas - experts) / steps) for k in range(totals)})
+    by_total: dict[int, list[Placement]] = {t: [] for t in chosen}
+    for tokens, _ in regime:
+        lam = tokens * shares(load)
+        for total, counts in _cost_counts(lam, chosen, cost).items():
+            rexp, rdev = _pack_by_cost(lam, counts, devices, slots, cost)
+            by_total[total].append(Placement(rexp, rdev, devices, slots, load))
+    by_total[replicas] += [
+        plan_lina(load, replicas, devices, slots),
+        _with_load(plan_uniform(experts, layers, replicas, devices, slots), load),
+    ]
+    if -(-experts // devices) <= slots:
+        one = plan_uniform(experts, layers, experts, devices, slots)
+        by_total[experts].append(_with_load(one, load))
+    best: Placement | None = None
+    best_t = np.inf
+    for cands in by_total.values():
+        times = np.stack([regime_step_times(c, regime, cost, load) for c in cands])
+        pick = np.argmin(times, axis=0)  # per layer; ties go to the earlier candidate
+        rexp = np.stack([cands[k].replica_expert[i] for i, k in enumerate(pick)])
+        rdev = np.stack([cands[k].replica_device[i] for i, k in enumerate(pick)])
+        t = float(times[pick, np.arange(layers)].sum())
+        if t < best_t:
+            best, best_t = Placement(rexp, rdev, devices, slots, load), t
+    assert best is not None
+    return best
+
+
 def plan_for_batch(
     load: Loads,
     replicas: int,
@@ -186,44 +282,7 @@ def plan_for_batch(
     slots: int | None = None,
     totals: int = 5,
 ) -> Placement:
-    """A placement minimising the predicted expert step time at this batch size.
-
-    ``tokens_per_step``: routed tokens per layer in one step (batch tokens x top-k). Each
-    expert gets Poisson(``tokens_per_step`` x its load share / its replicas) tokens per
-    replica; a device's time is the sum of its replicas' expected ``cost``; the step's time
-    the max over devices (``step_times``). Candidates, all judged by that objective:
-    Lina's token-balancing plan (the whole budget), and for ``totals`` replica totals from
-    one per expert up to ``replicas``, counts by the divisor method on expected time and
-    packing by expected time. Within one total the better candidate is taken layer by
-    layer; the total with the lowest summed step time wins, so the result is never
-    predicted slower than Lina's plan. It may use fewer replicas than the budget (unused
-    slots cost nothing): at decode-sized batches an extra replica of an expert in its flat
-    region only adds a call.
-    """
-    slots = default_slots(replicas, devices) if slots is None else slots
-    check_shape(load, replicas, devices, slots)
+    """``plan_for_regime`` for one step size: ``tokens_per_step`` routed tokens per layer."""
     if not np.isfinite(tokens_per_step) or tokens_per_step <= 0:
         raise ValueError(f"tokens_per_step must be > 0, got {tokens_per_step}")
-    load = load.astype(np.float64)
-    lam = tokens_per_step * shares(load)
-    experts = load.shape[1]
-    best: Placement | None = None
-    best_t = np.inf
-    steps = max(1, totals - 1)
-    candidates = sorted({experts + round(k * (replicas - experts) / steps) for k in range(totals)})
-    for total, counts in _cost_counts(lam, candidates, cost).items():
-        rexp, rdev = _pack_by_cost(lam, counts, devices, slots, cost)
-        cand = Placement(rexp, rdev, devices, slots, load)
-        if total == replicas:  # Lina's plan competes layer by layer
-            lina = plan_lina(load, replicas, devices, slots)
-            keep = step_times(lina, tokens_per_step, cost) < step_times(cand, tokens_per_step, cost)
-            rexp, rdev = (
-                np.where(keep[:, None], lina.replica_expert, rexp),
-                np.where(keep[:, None], lina.replica_device, rdev),
-            )
-            cand = Placement(rexp, rdev, devices, slots, load)
-        t = float(step_times(cand, tokens_per_step, cost).sum())
-        if t < best_t:
-            best, best_t = cand, t
-    assert best is not None
-    return best
+    return plan_for_regime(load, replicas, devices, ((tokens_per_step, 1.0),), cost, slots, totals)

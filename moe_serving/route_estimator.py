@@ -22,11 +22,12 @@ How a serving ingress uses it (the only calls it needs)::
     est.observe(routes)                         # [L, N, k] chosen experts
 
 ``counted(l, tokens)`` is the marginal estimate from the same decayed counts (the baseline).
-Whether serving should use the path estimate at all is ``RouteEstimateConfig.enabled``, off
-by default: in ``benchmarks/moe_path_estimation.py`` (docs/moe.md) it pays mostly in the
-batches right after a traffic shift and by a few per cent in steady traffic, in a model that
-re-places replicas per batch for free, which the live service does not do. Pure numpy: no
-Ray, no clock.
+The live service does not use it, and has no switch for it (docs/moe.md, "Popularity from
+the routes in flight", says why with the numbers of ``benchmarks/moe_path_estimation.py``):
+it beats counted loads only for a batch still in flight, before its gate runs, which is
+when replicas would have to be prefetched; phase 2 plans for the windows to come from a
+whole window's counts, and the per-request split already has each layer's actual counts.
+Pure numpy: no Ray, no clock.
 """
 
 from __future__ import annotations
@@ -45,10 +46,8 @@ MAX_TABLE = 1 << 22
 
 @dataclass(frozen=True)
 class RouteEstimateConfig:
-    """Whether and how an ingress estimates a layer's load from the routes in flight."""
+    """How an estimator of a layer's load from the routes in flight is fitted."""
 
-    enabled: bool = False
-    """Off by default: the measured gain is small outside a traffic shift (docs/moe.md)."""
     history: int = 1
     """Top-1 experts of this many preceding layers form a token's path (1 = layer l-1)."""
     decay: float = 0.8

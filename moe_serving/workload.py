@@ -8,11 +8,21 @@ from the tokens' own routes is right.
 
 from __future__ import annotations
 
+from typing import Protocol
+
 import numpy as np
 import numpy.typing as npt
 import torch
 
-from lyra_ray.moe_serving.model import MoEConfig
+
+class TopicVocab(Protocol):
+    """What sampling needs of a model: its vocabulary, cut into ``topics`` equal ranges
+    (``model.MoEConfig``, ``hf_moe.HFMoE``)."""
+
+    @property
+    def vocab(self) -> int: ...
+    @property
+    def topics(self) -> int: ...
 
 
 def topic_mix(topics: int, favoured: list[int], weight: float = 0.85) -> npt.NDArray[np.float64]:
@@ -24,7 +34,7 @@ def topic_mix(topics: int, favoured: list[int], weight: float = 0.85) -> npt.NDA
 
 
 def sample_batch(
-    cfg: MoEConfig,
+    cfg: TopicVocab,
     rng: np.random.Generator,
     batch: int,
     seq: int,

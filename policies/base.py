@@ -44,6 +44,17 @@ class Policy(Protocol):
 
     def load_state(self, state: Mapping[str, Any]) -> None: ...
 
+    def waiting(self, snap: ClusterSnapshot, alloc: Allocation) -> Mapping[str, tuple[str, str]]:
+        """Why jobs that ``alloc`` (this policy's last answer) leaves without GPUs wait,
+        where a rule of the policy's own is the reason: ``(code, sentence)`` by job id.
+
+        Derived when someone asks (``lyra status``), not carried in every answer: a rule
+        that keeps 10,000 queued jobs out (a team's quota) would otherwise be written
+        with each answer the store commits. ``Allocation.waiting`` carries the reasons a
+        policy has at hand anyway; where both name a job, the answer's wins.
+        """
+        ...
+
 
 class PolicyBase:
     """The defaults of every :class:`Policy` hook, in one place: no round quirks and no
@@ -64,6 +75,9 @@ class PolicyBase:
             raise ValueError(
                 f"policy {self.name!r} keeps no state, but a saved state has {sorted(state)}"
             )
+
+    def waiting(self, snap: ClusterSnapshot, alloc: Allocation) -> Mapping[str, tuple[str, str]]:
+        return {}
 
 
 class PolicyError(ValueError):
@@ -140,6 +154,7 @@ _HOOKS = (
     "allocate",
     "to_state",
     "load_state",
+    "waiting",
 )
 """The members of :class:`Policy` (checked by name: a ``module:Class`` policy comes from
 user code, and a missing hook must fail at load time with its name, not mid-cycle)."""

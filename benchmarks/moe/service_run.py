@@ -31,32 +31,26 @@ class Phase:
 def sample_requests(
     knobs: dict[str, Any], n: int, batch: int, seq: int, seed: int
 ) -> tuple[list[list[list[int]]], npt.NDArray[np.float64]]:
-    """``n`` requests' tokens, and their per-expert token counts [n, layers, experts]."""
+    """``n`` requests' tokens, and their per-expert token counts [n, layers, experts], from
+    the same model the ingress builds (``hf_moe.arch_spec`` of the knobs, the routers
+    calibrated to the same ``target_load``, one torch thread as there)."""
     import torch
 
-    from lyra_ray.moe_serving.model import MoEConfig, MoEModel
+    from lyra_ray.moe_serving.hf_moe import HFMoE, arch_spec
     from lyra_ray.moe_serving.workload import sample_batch
 
-    cfg = MoEConfig(
-        layers=int(knobs["layers"]),
-        experts=int(knobs["experts"]),
-        top_k=int(knobs["top_k"]),
-        dim=int(knobs["dim"]),
-        hidden=int(knobs["hidden"]),
-        skew=float(knobs["skew"]),
-        correlation=float(knobs["correlation"]),
-        seed=int(knobs["seed"]),
-    )
-    model = MoEModel(cfg)
-    model.requires_grad_(False)
+    torch.set_num_threads(1)
+    model = HFMoE(arch_spec(knobs))
+    target = np.asarray(knobs["target_load"], dtype=np.float64)
+    model.calibrate(target / target.sum(1, keepdims=True))
     rng = np.random.default_rng(seed)
-    bodies, counts = [], np.zeros((n, cfg.layers, cfg.experts))
+    bodies, counts = [], np.zeros((n, model.layers, model.experts))
     for i in range(n):
-        mix = rng.dirichlet(np.full(cfg.topics, 0.5))
-        tokens = sample_batch(cfg, rng, batch, seq, mix)
-        routes = model.run(torch.as_tensor(tokens))[1].numpy()  # [L, tokens, k]
-        for layer in range(cfg.layers):
-            counts[i, layer] = np.bincount(routes[layer].ravel(), minlength=cfg.experts)
+        mix = rng.dirichlet(np.full(model.topics, 0.5))
+        tokens = sample_batch(model, rng, batch, seq, mix)
+        routes = model.routes(tokens.numpy())  # [L, tokens, k]
+        for layer in range(model.layers):
+            counts[i, layer] = np.bincount(routes[layer].ravel(), minlength=model.experts)
         bodies.append(tokens.tolist())
     return bodies, counts
 
@@ -117,6 +111,36 @@ async def _drive(
     return out
 
 
+async def _saturate(
+    url: str, bodies: list[list[list[int]]], clients: int, seconds: float, first: int
+) -> list[Sent]:
+    """Closed loop: ``clients`` senders, each sending its next request as soon as the last
+    one answered, for ``seconds``: the requests the service completes per second."""
+    import aiohttp
+
+    out: list[Sent] = []
+    timeout = aiohttp.ClientTimeout(total=120.0)
+    end = time.monotonic() + seconds
+
+    async def client(session: Any) -> None:
+        while time.monotonic() < end:
+            i = first + len(out)
+            s = Sent("saturated", i, None, None)
+            out.append(s)
+            await _send(session, url, bodies[i % len(bodies)], s, time.monotonic())
+
+    async with aiohttp.ClientSession(timeout=timeout, trust_env=False) as session:
+        await asyncio.gather(*(client(session) for _ in range(clients)))
+    return out
+
+
+def saturate(
+    url: str, bodies: list[list[list[int]]], clients: int, seconds: float, first: int
+) -> list[Sent]:
+    """``_saturate`` on a loopback URL."""
+    return asyncio.run(_saturate(check_loopback_url(url), bodies, clients, seconds, first))
+
+
 def drive(url: str, bodies: list[list[list[int]]], phases: list[Phase], seed: int) -> list[Sent]:
     """Send the requests (``bodies`` in order, cycled) through ``phases``; loopback only."""
     return asyncio.run(_drive(check_loopback_url(url), bodies, phases, seed))
@@ -139,4 +163,5 @@ def latency_report(sent: list[Sent]) -> dict[str, Any]:
         }
 
     phases = list(dict.fromkeys(s.phase for s in sent))
-    return {"all": stats(sent), **{p: stats([s for s in sent if s.phase == p]) for p in phases}}
+    timed = [s for s in sent if s.phase != "saturated"]
+    return {"all": stats(timed), **{p: stats([s for s in sent if s.phase == p]) for p in phases}}

@@ -189,7 +189,7 @@ def _status(args: argparse.Namespace) -> int:
                 print(json.dumps(status_json(view), indent=2), file=out, flush=True)
             else:
                 _print_servers(view)
-                print_teams(view.get("teams", []))
+                print_teams(view.get("teams", []), view.get("team_settings"))
                 _print_table(view["jobs"], args.wide)
                 _print_pairs(view["jobs"])
                 _print_ignored(view)

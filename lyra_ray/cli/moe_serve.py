@@ -33,11 +33,25 @@ def add_serve_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--name", default="moe", help="service name")
     p.add_argument("--inference", default="h200=2x2", help="local inference pool (TYPE=NxG)")
     p.add_argument("--address", default=None, help="a running lyra cluster (else RAY_ADDRESS)")
+    p.add_argument(
+        "--arch", default="mixtral", help="transformers model type (mixtral, qwen2_moe, ...)"
+    )
     p.add_argument("--layers", type=int, default=2, help="MoE layers")
     p.add_argument("--experts", type=int, default=4, help="experts per layer")
+    p.add_argument("--top-k", type=int, default=1, help="experts per token")
     p.add_argument("--slots", type=int, default=3, help="expert replicas per layer per GPU")
-    p.add_argument("--skew", type=float, default=1.0, help="Zipf exponent of the gate bias")
-    p.add_argument("--correlation", type=float, default=0.9, help="cross-layer gate correlation")
+    p.add_argument("--skew", type=float, default=1.0, help="Zipf popularity the routers get")
+    p.add_argument(
+        "--popularity",
+        default=None,
+        help='a load file {"logical_count": [[...]]} (e.g. DeepSeek-V3\'s) whose popularity, '
+        "mapped onto the model's experts, the routers are calibrated to (instead of --skew)",
+    )
+    p.add_argument("--batch", type=int, default=4, help="sequences per sampled request")
+    p.add_argument("--seq", type=int, default=16, help="tokens per sampled sequence")
+    p.add_argument(
+        "--emulate", action="store_true", help="calls take the H200 model's time (GPU-like)"
+    )
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--replan-s", type=float, default=5.0, help="phase-2 check period")
     p.add_argument("--replan-gain", type=float, default=0.1, help="least bottleneck gain")
@@ -56,16 +70,27 @@ def service_spec(args: argparse.Namespace) -> dict[str, Any]:
 
     if not (args.duration > 0 and args.shift_every > 0 and args.rps > 0):
         raise InputError("--duration, --shift-every and --rps: must be > 0")
+    config: dict[str, Any] = {
+        "arch": args.arch,
+        "layers": args.layers,
+        "experts": args.experts,
+        "top_k": args.top_k,
+        "slots": args.slots,
+        "skew": args.skew,
+        "batch": args.batch,
+        "seq": args.seq,
+        "emulate": int(args.emulate),
+        "seed": args.seed,
+    }
+    if args.popularity:
+        config["target_load"] = popularity_target(
+            args.popularity, args.layers, args.experts, args.top_k, args.seed
+        )
     spec = {
         "name": args.name,
         "model": "moe",
         "config": {
-            "layers": args.layers,
-            "experts": args.experts,
-            "slots": args.slots,
-            "skew": args.skew,
-            "correlation": args.correlation,
-            "seed": args.seed,
+            **config,
             "replan_s": args.replan_s,
             "replan_gain": args.replan_gain,
             "replan_checks": args.replan_checks,
@@ -79,6 +104,18 @@ def service_spec(args: argparse.Namespace) -> dict[str, Any]:
     except InputError as e:  # name the flag, not the spec field
         raise InputError(f"{e} (a flag of `lyra moe serve`)") from None
     return spec
+
+
+def popularity_target(path: str, layers: int, experts: int, top_k: int, seed: int) -> Any:
+    """A load file's popularity mapped onto the served model's experts (``target_load``)."""
+    from lyra_ray.moe_serving.plan_io import LoadFileError, read_load_file
+    from lyra_ray.moe_serving.popularity_map import mapped_shares
+
+    try:
+        load, _ = read_load_file(path)
+        return mapped_shares(load, layers, experts, top_k, seed).tolist()
+    except (LoadFileError, ValueError) as e:
+        raise InputError(f"--popularity {e}") from None
 
 
 def serve_main(args: argparse.Namespace) -> int:

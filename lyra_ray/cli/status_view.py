@@ -116,7 +116,9 @@ def job_row(r: dict[str, Any]) -> dict[str, Any]:
 
 def status_json(view: dict[str, Any]) -> dict[str, Any]:
     """``nodes``, ``jobs``, ``serving`` (``demand_servers``, ``services``), ``teams``
-    (each team's ``name``, ``unit``, ``guarantee``, ``used``, ``borrowed``, ``lent``)."""
+    (each team's ``name``, ``unit``, ``guarantee``, ``used``, ``borrowed``, ``lent``,
+    ``reference``, ``notes``), ``team_settings`` (``reference``, ``reference_in_force``,
+    ``enforce``, ``oversubscribed``)."""
     serving = view["serving"]
     return {
         "rounds": view.get("rounds", {}),
@@ -130,6 +132,7 @@ def status_json(view: dict[str, Any]) -> dict[str, Any]:
             ],
         },
         "teams": view.get("teams", []),
+        "team_settings": view.get("team_settings", {}),
     }
 
 

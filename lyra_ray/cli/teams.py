@@ -28,7 +28,7 @@ def register(sub: Any) -> None:
             "--quota-effective",
             type=float,
             metavar="N",
-            help="guarantee N V100-equivalents of effective throughput",
+            help="guarantee N GPUs of the reference type's effective throughput",
         )
         q.add_argument("--weight", type=float, help="share among teams (Gavel's entity weight)")
         q.add_argument("--borrow-limit", type=float, metavar="N", help="most it may borrow")
@@ -50,6 +50,13 @@ def register(sub: Any) -> None:
     q = teams.add_parser("list", help="every team, its quota, limits and members")
     q.add_argument("--address", default=None)
     q.set_defaults(func=_list)
+
+    q = teams.add_parser(
+        "reference", help="the GPU type effective quotas count in (show, or set: admins)"
+    )
+    q.add_argument("type", nargs="?", help="a GPU type the cluster has, or 'auto'")
+    q.add_argument("--address", default=None)
+    q.set_defaults(func=_reference)
 
 
 def _client(address: str | None) -> Any:
@@ -117,4 +124,14 @@ def _list(args: argparse.Namespace) -> int:
     for t in rows:
         print(team_line(t))
     print(f"{len(rows)} team(s)")
+    return 0
+
+
+def _reference(args: argparse.Namespace) -> int:
+    out = _client(args.address).team_reference(args.type)
+    ref, used = out.get("reference"), out.get("reference_in_force")
+    where = f"{used} (the cluster's most common training type)" if ref == "auto" else str(used)
+    print(f"effective quotas count GPUs of {where}")
+    if out.get("oversubscribed"):
+        print(f"oversubscribed: {out['oversubscribed']}")
     return 0

@@ -1,11 +1,14 @@
 """Teams and their quotas: who owns which share of the cluster, and who may borrow.
 
 A :class:`Team` is guaranteed a quota, either GPUs by type (``v100=4,k80=8``, the
-node-pool grammar of :mod:`lyra_ray.model.pools`) or an *effective* quota in
-V100-equivalents of effective throughput (Gavel's normalisation: a job's GPU counts as
-its throughput there over its throughput on the reference type). Beyond its guarantee a
-team may borrow up to ``borrow_limit``; it lends at most ``lend_limit`` of its idle
-guarantee; ``preemptible=False`` keeps its running work from being taken back.
+node-pool grammar of :mod:`lyra_ray.model.pools`) or an *effective* quota in GPUs of the
+*reference type* (Gavel's normalisation: a job's GPU counts as its throughput there over
+its throughput on the reference type). The reference type is a setting of the team set;
+by default it is the cluster's most common training type (:func:`reference_of`), so "8
+effective" means eight GPUs' worth of that type's throughput on any cluster, V100s or
+none. Beyond its guarantee a team may borrow up to ``borrow_limit``; it lends at most
+``lend_limit`` of its idle guarantee; ``preemptible=False`` keeps its running work from
+being taken back.
 
 WHY a ``default`` team with no limit: every user without a team belongs to it, so a
 cluster that names no team schedules exactly as before (the enforcing policy is not even
@@ -28,11 +31,56 @@ from lyra_ray.model.types import GpuType, JobSpec
 DEFAULT_TEAM = "default"
 EFFECTIVE = "effective"
 """The one key of an effective quota's amounts (GPU types key a ``gpus`` quota's)."""
-REFERENCE_TYPE = "v100"
-"""Gavel normalises throughputs to the V100; an effective quota counts V100-equivalents."""
+AUTO = "auto"
+"""The reference setting that means "the cluster's most common training type"."""
 Unit = Literal["gpus", "effective"]
+Enforce = Literal["inside", "pin"]
+ENFORCE: tuple[Enforce, ...] = ("inside", "pin")
+"""How the policy wrapper enforces quotas: as bounds inside the inner policy's own
+allocation (``inside``, the default), or by admitting each job onto one GPU type first
+and pinning it there (``pin``, the path before issue #42, kept for comparison)."""
 Amounts = dict[str, float]
-"""GPUs per type (``gpus``) or ``{"effective": V100-equivalents}``."""
+"""GPUs per type (``gpus``) or ``{"effective": GPUs of the reference type}``."""
+
+
+def reference_of(reference: GpuType | None, capacity: Mapping[GpuType, int]) -> GpuType:
+    """The reference type in force: the setting, else the type with the most GPUs in the
+    training pool (``capacity``), the alphabetically first among equals. WHY the most
+    common type: an effective quota then reads as "GPUs of what this cluster mostly
+    has", and it needs no setting on a cluster without V100s. An empty cluster has no
+    type to choose; ``v100`` (Gavel's) is used then."""
+    if reference:
+        return reference
+    best = sorted((g for g, n in capacity.items() if n > 0), key=lambda g: (-capacity[g], g))
+    return best[0] if best else "v100"
+
+
+def oversubscription(
+    teams: Mapping[str, Team],
+    capacity: Mapping[GpuType, int],
+    effective_capacity: float | None = None,
+) -> str | None:
+    """Why the guarantees cannot all be met at once on this cluster, or ``None``.
+
+    ``gpus`` quotas: the guarantees of a type summed against the training pool's GPUs
+    of that type. ``effective`` quotas: summed against ``effective_capacity``, the
+    cluster's capacity in reference units (:func:`lyra_ray.model.team_accounting.
+    effective_capacity`), when the caller has it."""
+    units = {t.unit for t in teams.values() if t.limited}
+    if units == {"gpus"}:
+        for g in sorted({k for t in teams.values() for k in (t.quota or {})}):
+            total = sum((t.quota or {}).get(g, 0.0) for t in teams.values())
+            have = capacity.get(g, 0)
+            if total > have + 1e-9:
+                return f"quotas of {g} sum to {total:g} GPUs; the cluster has {have}"
+    if units == {"effective"} and effective_capacity is not None:
+        total = sum((t.quota or {}).get(EFFECTIVE, 0.0) for t in teams.values())
+        if total > effective_capacity + 1e-9:
+            return (
+                f"effective quotas sum to {total:g}; the cluster holds "
+                f"{effective_capacity:.4g} in reference units"
+            )
+    return None
 
 
 @dataclass(frozen=True, slots=True)
@@ -42,7 +90,7 @@ class Team:
     ``quota`` is ``None`` for a team with no limit (``default``): it is guaranteed
     nothing and may use whatever no one else's guarantee needs. ``borrow_limit`` and
     ``lend_limit`` are totals in the team's unit (GPUs over all types, or
-    V100-equivalents); ``None`` is no limit.
+    reference units); ``None`` is no limit.
     """
 
     name: str
@@ -67,13 +115,16 @@ class TeamSet:
 
     A job runs under the team its name is mapped to, else its owner's, else
     ``default``. All limited teams share one unit (a GPU count and a throughput cannot
-    be added, so one cluster cannot lend between them).
+    be added, so one cluster cannot lend between them). ``reference``: the reference
+    type of effective quotas, ``None`` for the cluster's most common training type
+    (:func:`reference_of`); ``enforce``: see :data:`ENFORCE`.
     """
 
     teams: Mapping[str, Team]
     users: Mapping[str, str] = field(default_factory=dict)
     jobs: Mapping[str, str] = field(default_factory=dict)
-    reference: GpuType = REFERENCE_TYPE
+    reference: GpuType | None = None
+    enforce: Enforce = "inside"
 
     def team_of(self, spec: JobSpec) -> str:
         return self.jobs.get(spec.name) or self.users.get(spec.user) or DEFAULT_TEAM
@@ -92,13 +143,17 @@ class TeamSet:
     def weights(self) -> dict[str, float]:
         return {name: t.weight for name, t in self.teams.items()}
 
+    def reference_for(self, capacity: Mapping[GpuType, int]) -> GpuType:
+        """The reference type in force on a training pool of ``capacity``."""
+        return reference_of(self.reference, capacity)
+
 
 def _where(source: str, path: str) -> str:
     return f"{source}: field '{path}'"
 
 
 def _amount(source: str, path: str, v: object, allow_none: bool = True) -> float | None:
-    """A finite, non-negative quantity of GPUs or V100-equivalents (or ``None``)."""
+    """A finite, non-negative quantity of GPUs or reference units (or ``None``)."""
     if v is None and allow_none:
         return None
     if isinstance(v, bool) or not isinstance(v, int | float):
@@ -156,11 +211,6 @@ def _team(source: str, name: str, raw: object, cluster: Mapping[str, int] | None
             f"{_where(source, f'{where}.preemptible')}: must be true or false, got {preemptible!r}"
         )
     lend = _amount(source, f"{where}.lend_limit", raw.get("lend_limit"))
-    if lend is not None and unit == "effective":
-        raise InputError(
-            f"{_where(source, f'{where}.lend_limit')}: applies to GPU quotas only (a cluster's "
-            "capacity in V100-equivalents depends on which jobs run); use borrow_limit"
-        )
     return Team(
         name=name,
         quota=quota,
@@ -190,22 +240,28 @@ def _members(source: str, key: str, raw: object, teams: Mapping[str, Team]) -> d
     return out
 
 
-def parse_teams(raw: object, source: str, cluster: Mapping[str, int] | None = None) -> TeamSet:
+def parse_teams(
+    raw: object,
+    source: str,
+    cluster: Mapping[str, int] | None = None,
+    effective_capacity: float | None = None,
+) -> TeamSet:
     """A :class:`TeamSet` from plain data (a parsed YAML file or the ``lyra:`` config).
 
     ``{teams: {NAME: {quota: "v100=4" | quota_effective: N, weight, borrow_limit,
     lend_limit, preemptible}}, users: {USER: TEAM}, jobs: {JOB NAME: TEAM}, reference:
-    TYPE}``. ``cluster`` (GPUs per type of the training pool), when known, refuses a
-    quota on a type the cluster lacks and GPU guarantees summing above the cluster's.
+    TYPE | auto, enforce: inside | pin}``. ``cluster`` (GPUs per type of the training
+    pool), when known, refuses a quota or a reference on a type the cluster lacks and
+    guarantees the cluster cannot hold (:func:`oversubscription`; effective ones when
+    ``effective_capacity``, the cluster's capacity in reference units, is given too).
     A ``default`` team with no limit is added unless the input names one.
     """
     if not isinstance(raw, Mapping):
         raise InputError(f"{source}: expected a mapping with 'teams', got {raw!r}"[:300])
-    unknown = sorted(str(k) for k in raw if k not in {"teams", "users", "jobs", "reference"})
+    known = ("enforce", "jobs", "reference", "teams", "users")
+    unknown = sorted(str(k) for k in raw if k not in known)
     if unknown:
-        raise InputError(
-            f"{_where(source, unknown[0])}: unknown; known: jobs, reference, teams, users"
-        )
+        raise InputError(f"{_where(source, unknown[0])}: unknown; known: {', '.join(known)}")
     raw_teams = raw.get("teams")
     if not isinstance(raw_teams, Mapping) or not raw_teams:
         raise InputError(f"{_where(source, 'teams')}: must be a non-empty mapping of teams")
@@ -221,22 +277,43 @@ def parse_teams(raw: object, source: str, cluster: Mapping[str, int] | None = No
             f"{_where(source, 'teams')}: every quota must use one unit (all 'quota' or all "
             "'quota_effective')"
         )
-    if cluster is not None and units == {"gpus"}:
-        for g, have in sorted(cluster.items()):
-            total = sum((t.quota or {}).get(g, 0.0) for t in teams.values())
-            if total > have:
-                raise InputError(
-                    f"{_where(source, 'teams')}: quotas of {g} sum to {total:g} GPUs; the "
-                    f"cluster has {have}"
-                )
-    reference = raw.get("reference", REFERENCE_TYPE)
-    if not isinstance(reference, str) or not reference:
-        raise InputError(f"{_where(source, 'reference')}: must be a GPU type, got {reference!r}")
+    if cluster is not None:
+        why = oversubscription(teams, cluster, effective_capacity)
+        if why is not None:
+            raise InputError(f"{_where(source, 'teams')}: {why}")
     return TeamSet(
         teams=teams,
         users=_members(source, "users", raw.get("users"), teams),
         jobs=_members(source, "jobs", raw.get("jobs"), teams),
-        reference=reference.lower(),
+        reference=parse_reference(raw.get("reference"), source, cluster),
+        enforce=_enforce(raw.get("enforce", "inside"), source),
+    )
+
+
+def parse_reference(raw: object, source: str, cluster: Mapping[str, int] | None) -> str | None:
+    """The ``reference`` setting: a GPU type (one the cluster has, when known), or
+    ``auto`` / absent for the cluster's most common training type (``None``)."""
+    if raw is None or raw == AUTO:
+        return None
+    if not isinstance(raw, str) or not raw.strip():
+        raise InputError(
+            f"{_where(source, 'reference')}: must be a GPU type or 'auto', got {raw!r}"[:300]
+        )
+    ref = raw.strip().lower()
+    if cluster is not None and ref not in cluster:
+        raise InputError(
+            f"{_where(source, 'reference')}: GPU type {ref!r} is not in the cluster (it has "
+            f"{', '.join(sorted(cluster)) or 'none'})"
+        )
+    return ref
+
+
+def _enforce(raw: object, source: str) -> Enforce:
+    for e in ENFORCE:
+        if raw == e:
+            return e
+    raise InputError(
+        f"{_where(source, 'enforce')}: must be one of {', '.join(ENFORCE)}, got {raw!r}"[:300]
     )
 
 

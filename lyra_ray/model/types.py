@@ -13,6 +13,8 @@ from collections.abc import Hashable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal, TypeAlias
 
+from lyra_ray.model.team_bounds import TeamBounds
+
 GpuType: TypeAlias = str
 """A lower-case accelerator name (``"v100"``, ``"t4"``). Kept a plain string so that a
 cluster can carry any accelerator Ray knows without a code change."""
@@ -164,6 +166,16 @@ class ClusterSnapshot:
     """Weight of each entity (a job's ``spec.user``) for hierarchical policies; an entity
     not named weighs 1. Empty unless teams are in force: the teams wrapper
     (:mod:`lyra_ray.policies.teams`) makes each team an entity of its weight."""
+    team_bounds: TeamBounds | None = None
+    """Teams' quotas as bounds on the allocation (:mod:`lyra_ray.model.team_bounds`);
+    ``None`` unless the teams wrapper is in force. With it, a job's entity (for
+    hierarchical policies) is its team: :meth:`entity_of`."""
+
+    def entity_of(self, job: JobView) -> str:
+        """The entity a hierarchical policy shares by: the job's team under the teams
+        wrapper, else its owner (``spec.user``)."""
+        b = self.team_bounds
+        return job.spec.user if b is None else b.team_of.get(job.id, job.spec.user)
 
     def gpus_by_type(self, pool: Pool | None = "training") -> dict[GpuType, int]:
         out: dict[GpuType, int] = {}

@@ -6,7 +6,7 @@ survives a crash; the loop takes it in at its next cycle. Live-only checks
 GPUs of one type, an entrypoint that imports in a task of its own) refuse bad input
 before it can reach the core. Every call takes the caller's lyra token (``auth``): a
 caller sees their own and their teammates' jobs and cancels only their own, unless an
-admin; a job's team is chosen here (:mod:`lyra_ray.runtime.team_registry`) and kept in its
+admin; a job's team is chosen here (:mod:`lyra_ray.runtime.teams.registry`) and kept in its
 metadata.
 
 It owns the job metadata (owner, runtime env) and keeps the code packages of the jobs
@@ -30,7 +30,7 @@ from lyra_ray.runtime.boundary import Boundary, JobMeta, check_origin, owned
 from lyra_ray.runtime.job_env import RENEW_S, UriKeeper
 from lyra_ray.runtime.ray_runtime import RayRuntime
 from lyra_ray.runtime.store import StateStore
-from lyra_ray.runtime.team_registry import TeamRegistry
+from lyra_ray.runtime.teams.registry import TeamRegistry
 from lyra_ray.scheduling.core import SchedulerCore
 from lyra_ray.scheduling.loop import Cycle
 from lyra_ray.scheduling.waiting import WaitReason

@@ -139,7 +139,7 @@ class SchedulerMetrics:
 
     def observe_teams(self, standings: Iterable[TeamStanding]) -> None:
         """Each team's guarantee, use, borrowed and lent capacity (``lyra_team_*``), by
-        GPU type, or ``effective`` (V100-equivalents); a team's quota types read 0 when
+        GPU type, or ``effective`` (GPUs of the reference type); a team's quota types read 0 when
         unused, so a panel shows the team's whole guarantee line."""
         try:
             for st in standings:

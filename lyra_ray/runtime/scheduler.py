@@ -45,10 +45,11 @@ from lyra_ray.runtime.saved_state import SavedStateError, inspect_saved
 from lyra_ray.runtime.scheduler_views import SchedulerViews
 from lyra_ray.runtime.serving import ServingPool
 from lyra_ray.runtime.store import StateStore
-from lyra_ray.runtime.team_desk import TeamDesk
-from lyra_ray.runtime.team_live import TeamMetrics, live_team_policy
-from lyra_ray.runtime.team_registry import TeamRegistry
-from lyra_ray.runtime.team_store import TeamStore
+from lyra_ray.runtime.teams.desk import TeamDesk
+from lyra_ray.runtime.teams.metrics import TeamMetrics
+from lyra_ray.runtime.teams.policy import live_team_policy
+from lyra_ray.runtime.teams.registry import TeamRegistry
+from lyra_ray.runtime.teams.store import TeamStore
 from lyra_ray.scheduling.core import SchedulerCore, default_rounds
 
 log = logging.getLogger(__name__)
@@ -70,7 +71,12 @@ class GlobalScheduler:
         self.throughputs = MeasuredThroughputs(self._seed())
         jobmeta = JobMeta(self.store)
         self.teams = TeamRegistry(
-            TeamStore(self.store.path), self.users, self._gpus, self.throughputs, jobmeta.team
+            TeamStore(self.store.path),
+            self.users,
+            self._gpus,
+            self.throughputs,
+            jobmeta.team,
+            self._active_specs,
         )
         self.teams.apply_config(self.cfg.teams)
         policy = get_policy(self.cfg.policy, **self.cfg.policy_args)
@@ -201,6 +207,11 @@ class GlobalScheduler:
             self.clock, self.lock, lambda e: log.exception("scheduling cycle failed", exc_info=e)
         )
 
+    def _active_specs(self) -> list[Any]:
+        """The queued and running jobs' specs (effective quotas' capacity rule)."""
+        with self.lock:
+            return [j.spec for j in self.core.state.active_jobs()]
+
     def _gpus(self, live: bool = False) -> dict[str, int]:
         """GPUs per type for the desk and the teams: the loop's view, or Ray's own
         (``live``, or before the loop's first poll). Never a refresh of the view: its
@@ -253,6 +264,7 @@ class GlobalScheduler:
         out = self.views.overview(auth)
         with self.lock:
             out["teams"] = [s.to_json() for s in self.teams.standings(self.core.snapshot())]
+        out["team_settings"] = self.teams.settings()
         return out
 
     def nodes(self, auth: str | None = None) -> list[dict[str, Any]]:
@@ -295,6 +307,9 @@ class GlobalScheduler:
 
     def team_list(self, auth: str | None = None) -> list[dict[str, Any]]:
         return self.team_desk.list(auth)
+
+    def team_reference(self, reference: str | None = None, auth: str | None = None) -> Any:
+        return self.team_desk.reference(reference, auth)
 
     def user_token(self, name: str, auth: str | None = None) -> dict[str, Any]:
         return self.views.user_token(name, auth)

@@ -219,8 +219,14 @@ class Decider:
         return not (tick and self.rounds.would_adopt(snap))
 
     def wait_reasons(self, state: CoreState) -> dict[JobId, WaitReason]:
-        """Why each job that holds no GPUs waits (:mod:`lyra_ray.scheduling.waiting`)."""
-        return wait_reasons(state.snapshot(self.round_s), self.allocation, state.next_round_s)
+        """Why each job that holds no GPUs waits (:mod:`lyra_ray.scheduling.waiting`): the
+        policy's reasons, those its answer carries and those it derives when asked."""
+        snap = state.snapshot(self.round_s)
+        alloc = self.allocation
+        asked = self.policy.waiting(snap, alloc)
+        if asked:
+            alloc = dataclasses.replace(alloc, waiting={**asked, **alloc.waiting})
+        return wait_reasons(snap, alloc, state.next_round_s)
 
     # ------------------------------------------------------------------ 5. rounds
 

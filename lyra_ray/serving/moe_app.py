@@ -1,12 +1,16 @@
-"""Lina's MoE model as a lyra inference service, on the servers lyra lends and reclaims.
+"""A real MoE model (``transformers``' Mixtral, Qwen2-MoE, DeepSeek-V3, ...) as a lyra
+inference service, with Lina's expert replicas, on the servers lyra lends and reclaims.
 
 WHY one deployment per GPU, not one per expert: lyra lends and reclaims whole servers, so
 a server's replicas must form one application that can be drained and deleted alone
 (:mod:`lyra_ray.serving.apps`); and Lina places expert *replicas on devices*. Each GPU of
 a serving server is a deployment ``gpu<k>`` of one replica (:class:`MoEDevice`), pinned
-to its server, that holds the experts the plan gives it. The ingress
-(:class:`MoEServiceIngress`) runs embedding, attention and gating, and plans with Lina's
-planner over the devices of the servers that serve (:mod:`lyra_ray.serving.moe_plan`):
+to its server, that holds the experts' slices the plan gives it. The ingress
+(:class:`MoEServiceIngress`) runs the model's own forward (``moe_serving.hf_moe``:
+embedding, attention, routers, shared experts) in a thread per request; each MoE layer's
+routed experts come back to the event loop, which sends every device one call with its
+chunks. It plans for the batch regime the service sees (its step-size histogram) over
+the devices of the servers that serve (:mod:`lyra_ray.serving.moe_plan`):
 lending a server lowers the replica budget and re-plans onto the devices left; a reclaim
 re-plans with the server back; in between, phase 2 re-plans the layers whose actual
 routing drifted from the plan, on the ingress's own clock (every ``replan_s``), behind a
@@ -14,9 +18,9 @@ hysteresis gate (:mod:`lyra_ray.serving.moe_drift`). A spec with ``uniform: 1`` 
 every expert at the same number of replicas (the baseline Lina is measured against) and
 never re-plans on drift.
 
-A device stands for a GPU running its experts (:mod:`lyra_ray.serving.moe_device`): each
-chunk takes, inside the device lock, the H200 expert-time model of its tokens. A
-request-layer sends each device one call with all its chunks.
+A device stands for a GPU running its experts (:mod:`lyra_ray.serving.moe_device`): it
+computes each chunk (on its GPU where there is one); a spec with ``emulate: 1`` has each
+call take the H200 expert-time model of its tokens instead.
 
 A plan switch drops no request: a request keeps the routing table it started with to
 its last layer; the pool deletes a drained server's app only once no request holding a
@@ -38,8 +42,8 @@ from ray.serve.exceptions import DeploymentUnavailableError, ReplicaUnavailableE
 
 from lyra_ray.contract.labels import NODE_ID_LABEL
 from lyra_ray.serving.meter import RequestMeter
-from lyra_ray.serving.moe_device import MoEDevice, device_service_ms
-from lyra_ray.serving.moe_drift import DriftGate
+from lyra_ray.serving.moe_device import MoEDevice, device_service_ms, emulated_expert
+from lyra_ray.serving.moe_drift import DriftGate, Phase2Planner
 from lyra_ray.serving.moe_metrics import ExpertMetrics
 from lyra_ray.serving.moe_plan import Device, RoutingTable, devices_of, plan_devices
 from lyra_ray.serving.moe_request import request_tokens
@@ -66,38 +70,53 @@ class MoEServiceIngress:
     """The service's HTTP route: attention and gating here, experts on the devices."""
 
     def __init__(self, service: str, config: dict[str, Any]) -> None:
+        import concurrent.futures
+
         import ray
         import torch
 
-        from lyra_ray.moe_serving.model import MoEConfig, MoEModel
-        from lyra_ray.moe_serving.setup import ServingSetup, phase1_load
+        from lyra_ray.moe_serving.batch_regime import BatchHistogram
+        from lyra_ray.moe_serving.hf_moe import HFMoE, arch_spec
+        from lyra_ray.moe_serving.popularity_map import zipf_shares
 
         torch.set_num_threads(1)
         self.torch = torch
         k = moe_knobs(config)
         self.service = service
-        ints = {f: int(k[f]) for f in ("layers", "experts", "top_k", "dim", "hidden", "seed")}
-        self.cfg = MoEConfig(**ints, skew=float(k["skew"]), correlation=float(k["correlation"]))
+        self.model = HFMoE(arch_spec(k))
+        m = self.model
         self.slots = int(k["slots"])
         self.batch, self.seq = int(k["batch"]), int(k["seq"])
         self.replan_s = float(k["replan_s"])
         self.uniform = bool(k["uniform"])
         self.borrow = bool(k["borrow"]) and not self.uniform
+        if "target_load" in k:
+            target = np.asarray(k["target_load"], dtype=np.float64)
+            target = target / target.sum(1, keepdims=True)
+        else:
+            target = zipf_shares(m.layers, m.experts, m.top_k, float(k["skew"]), m.spec.seed)
+        self.calibration_error = m.calibrate(target)
+        """The worst layer's max share error of the routers' calibration (0.01 is the aim)."""
+        self.estimate = m.pick_shares(self._profile_stream())
+        """Phase 1's estimate: the calibrated routers' counts on a seeded stream of requests
+        shaped like the spec's, until real routing is seen."""
+        self.cost = self._static_cost(k)
+        """The devices' expert time, what plans predict step times with (None until the
+        first device has been profiled, when the calls are not emulated)."""
+        self.batches = BatchHistogram(prior=float(self.batch * self.seq * m.top_k))
+        """Routed tokens per MoE layer of each request: the batch regime plans are made for."""
         self.drift = DriftGate(
-            float(k["threshold"]), float(k["replan_gain"]), int(k["replan_checks"])
+            float(k["threshold"]),
+            float(k["replan_gain"]),
+            int(k["replan_checks"]),
+            Phase2Planner(self._plan_for, self._predicted),
         )
         self.checks: list[dict[str, Any]] = []
-        self.model = MoEModel(self.cfg)
-        # concurrent requests interleave on one thread: grad mode must not matter
-        self.model.requires_grad_(False)
-        setup = ServingSetup(self.cfg, batch=self.batch, seq=self.seq, seed=self.cfg.seed)
-        self.estimate = phase1_load(self.model, setup)
-        """Phase 1's estimate of each expert's load, until real routing is seen."""
         self.weights = [
-            [ray.put(self.model.expert_weights(layer, e)) for e in range(self.cfg.experts)]
-            for layer in range(self.cfg.layers)
+            [ray.put(m.expert_slice(layer, e)) for e in range(m.experts)]
+            for layer in range(m.layers)
         ]
-        self.window = np.zeros((self.cfg.layers, self.cfg.experts))
+        self.window = np.zeros((m.layers, m.experts))
         """Tokens per expert since the last phase-2 check."""
         self.recent = np.zeros_like(self.window)
         """Tokens per expert, halved at every phase-2 check: what a re-plan plans for."""
@@ -107,11 +126,63 @@ class MoEServiceIngress:
         self.history: list[dict[str, Any]] = []
         self.meter = RequestMeter()
         self.expert_metrics = ExpertMetrics(service)
-        self.rng = np.random.default_rng(self.cfg.seed + 1)
+        self.rng = np.random.default_rng(m.spec.seed + 1)
         self._handles: dict[tuple[str, int], Any] = {}
         self._plan_lock: asyncio.Lock | None = None
         self._planned_for: dict[str, tuple[str, int]] | None = None
         self._phase2: asyncio.Task[None] | None = None
+        self._threads = concurrent.futures.ThreadPoolExecutor(64, "moe-request")
+        """Each request's forward runs in a thread of its own (it waits on its devices)."""
+
+    def _profile_stream(self) -> Any:
+        """Requests of the spec's shape with a Dirichlet topic mix each (seeded)."""
+        from lyra_ray.moe_serving.workload import sample_batch
+
+        rng = np.random.default_rng(self.model.spec.seed + 100)
+        mixes = [rng.dirichlet(np.full(self.model.topics, 0.5)) for _ in range(16)]
+        return np.concatenate(
+            [sample_batch(self.model, rng, self.batch, self.seq, mix).numpy() for mix in mixes]
+        )
+
+    def _static_cost(self, k: dict[str, Any]) -> Any:
+        """The expert time of emulated calls (``service_ms`` or ``emulate``); None when the
+        devices compute, whose time is measured on the first device (``_measure_cost``)."""
+        from lyra_ray.moe_serving.expert_time import ExpertCost, per_call
+
+        m = self.model
+        service_ms = device_service_ms(k)
+        if service_ms is not None:
+            return ExpertCost(m.dim, m.inter, constants=per_call(max(service_ms, 1e-3) / 1e3))
+        return emulated_expert(k, m.dim, m.inter)
+
+    async def _measure_cost(self, dev: Device) -> None:
+        from lyra_ray.moe_serving.expert_time import ExpertCost, host_roofline
+        from lyra_ray.serving.moe_device import PROFILE_TOKENS
+
+        one, many = await self._handle(dev).profile.remote([self.weights[0][0]])
+        m = self.model
+        where = f"measured on device {dev.index} of {dev.node[:12]}"
+        roof = host_roofline(m.dim, m.inter, one, PROFILE_TOKENS, many, where)
+        self.cost = ExpertCost(m.dim, m.inter, gpu="host", constants=roof)
+        log.info(
+            "%s: expert time %s: %.0f us at 1 token, %.0f us at %d",
+            self.service,
+            where,
+            one * 1e6,
+            many * 1e6,
+            PROFILE_TOKENS,
+        )
+
+    def _plan_for(self, load: Any, devices: int, slots: int) -> Any:
+        """The plan for the batch regime seen so far, under the devices' expert time."""
+        return plan_devices(load, devices, slots, self.batches.regime(), self.cost)
+
+    def _predicted(self, placement: Any, load: Any) -> float:
+        """Predicted expert step time of ``placement`` under ``load`` (summed over layers)."""
+        from lyra_ray.moe_serving.planner import regime_step_times
+
+        flat = np.where(load.sum(1, keepdims=True) > 0, load, 1.0)
+        return float(regime_step_times(placement, self.batches.regime(), self.cost, flat).sum())
 
     # ---------------------------------------------------------------- what the pool calls
 
@@ -151,7 +222,24 @@ class MoEServiceIngress:
     def plan(self) -> dict[str, Any]:
         """The plan in use and the re-plans so far (newest last)."""
         now = self.table.summary() if self.table else {}
-        return {**now, "replans": self.history[-50:], "checks": self.checks[-50:]}
+        m = self.model
+        model = {
+            "arch": m.spec.arch,
+            "class": type(m.model).__name__,
+            "moe_layers": m.layers,
+            "experts": m.experts,
+            "top_k": m.top_k,
+            "expert_shape": [m.dim, m.inter],
+            "calibration_error": round(self.calibration_error, 4),
+            "expert_time": None if self.cost is None else self.cost.gpu,
+        }
+        return {
+            **now,
+            "model": model,
+            "regime": [list(p) for p in self.batches.regime()],
+            "replans": self.history[-50:],
+            "checks": self.checks[-50:],
+        }
 
     # ---------------------------------------------------------------- planning
 
@@ -170,12 +258,15 @@ class MoEServiceIngress:
             devices = devices_of({n: g for n, (_app, g) in planned_for.items()})
             if not devices:
                 return
+            if self.cost is None:
+                await self._measure_cost(devices[0])
             if drifted is not None and self.table is not None and devices == self.table.devices:
                 placement = drifted
+            elif self.uniform:
+                placement = plan_devices(np.ones_like(self.estimate), len(devices), self.slots)
             else:
                 load = self.recent if self.recent.sum() > 0 else self.estimate
-                load = np.ones_like(load) if self.uniform else load
-                placement = plan_devices(load, len(devices), self.slots)
+                placement = self._plan_for(load, len(devices), self.slots)
             table = RoutingTable(devices, placement)
             await self._load(table)
             if self.table is not None and self.table.active:
@@ -183,7 +274,12 @@ class MoEServiceIngress:
             self.table, self._planned_for = table, planned_for
             self.old = [t for t in self.old if t.active]
             self.expert_metrics.planned(table.counts)
-            entry = {"at": time.time(), "reason": reason, **table.summary()}
+            entry = {
+                "at": time.time(),
+                "reason": reason,
+                "regime": [[round(t, 1), round(w, 3)] for t, w in self.batches.regime()],
+                **table.summary(),
+            }
             self.history.append(entry)
             log.info("%s: re-planned (%s): %s", self.service, reason, entry)
 
@@ -257,29 +353,46 @@ class MoEServiceIngress:
         return None if self.table is old else self.table
 
     async def _run_on(self, tab: RoutingTable, tokens: Any) -> Any:
-        from lyra_ray.moe_serving.dynamic import chunk_hosts, static_hosts
+        """The model's own forward in a thread; each MoE layer's routed experts are sent
+        from the event loop (``_layer``) while the thread waits for them."""
+        loop = asyncio.get_running_loop()
+        tokens = np.asarray(tokens, dtype=np.int64)
+        self.batches.observe(float(tokens.size * self.model.top_k))
 
-        torch, model = self.torch, self.model
+        def experts(layer: int, hidden: Any, idx: Any, w: Any) -> Any:
+            fut = asyncio.run_coroutine_threadsafe(self._layer(tab, layer, hidden, idx, w), loop)
+            return fut.result()
+
         tab.active += 1
         try:
-            h = model.embed(torch.as_tensor(tokens, dtype=torch.long))
-            for layer in range(self.cfg.layers):
-                h = model.attend(layer, h)
-                xn, idx, w = model.route(layer, h)
-                ds = model.dispatch(idx, w)
-                counts = np.zeros(self.cfg.experts, dtype=np.int64)
-                for d in ds:
-                    counts[d.expert] = d.rows.numel()
-                self.window[layer] += counts
-                self.recent[layer] += counts
-                self.expert_metrics.routed(layer, counts)
-                split = chunk_hosts if self.borrow else static_hosts
-                where = tab.devices_for(layer, split(counts, tab.counts[layer]))
-                ys = await self._experts(tab, layer, [(d.expert, xn[d.rows]) for d in ds], where)
-                h = model.combine(h, ds, ys)
-            return model.finish(h).numpy()
+            h, _ = await loop.run_in_executor(self._threads, self.model.run, tokens, experts)
+            return h.numpy()
         finally:
             tab.active -= 1
+
+    async def _layer(self, tab: RoutingTable, layer: int, hidden: Any, idx: Any, w: Any) -> Any:
+        """One MoE layer's routed experts for one request: count, split over the devices
+        holding replicas, combine with the routers' weights (what the fused experts module
+        computes)."""
+        from lyra_ray.moe_serving.dynamic import chunk_hosts, static_hosts
+
+        x = hidden.detach().float().numpy()
+        k_idx, wts = idx.numpy(), w.detach().float().numpy()
+        counts = np.bincount(k_idx.ravel(), minlength=self.model.experts).astype(np.int64)
+        self.window[layer] += counts
+        self.recent[layer] += counts
+        self.expert_metrics.routed(layer, counts)
+        split = chunk_hosts if self.borrow else static_hosts
+        where = tab.devices_for(layer, split(counts, tab.counts[layer]))
+        picks: list[tuple[int, Any, Any]] = []
+        for e in np.flatnonzero(counts):
+            rows, slot = np.nonzero(k_idx == e)
+            picks.append((int(e), rows, slot))
+        ys = await self._experts(tab, layer, [(e, x[rows]) for e, rows, _ in picks], where)
+        out = np.zeros_like(x)
+        for (_e, rows, slot), y in zip(picks, ys, strict=True):
+            np.add.at(out, rows, y * wts[rows, slot][:, None])
+        return self.torch.from_numpy(out).to(hidden.dtype)
 
     async def _experts(
         self, tab: RoutingTable, layer: int, work: list[tuple[int, Any]], where: list[list[int]]
@@ -290,7 +403,7 @@ class MoEServiceIngress:
         parts: dict[int, list[tuple[int, Any, list[Any]]]] = {}
         spots: list[list[tuple[int, int]]] = []  # per expert: (device, its part) per chunk
         for e, x in work:
-            chunks = np.array_split(x.numpy(), len(where[e]))
+            chunks = np.array_split(np.asarray(x), len(where[e]))
             ref = [self.weights[layer][e]]
             row = []
             for c, d in zip(chunks, where[e], strict=True):
@@ -302,9 +415,7 @@ class MoEServiceIngress:
         calls = [self._handle(tab.devices[d]).run.remote(layer, parts[d]) for d in devs]
         outs = await asyncio.wait_for(asyncio.gather(*calls), DEVICE_CALL_TIMEOUT_S)
         by_dev = dict(zip(devs, outs, strict=True))
-        return [
-            self.torch.from_numpy(np.concatenate([by_dev[d][i] for d, i in row])) for row in spots
-        ]
+        return [np.concatenate([by_dev[d][i] for d, i in row]) for row in spots]
 
     async def __call__(self, request: Any) -> Any:
         from starlette.responses import JSONResponse
@@ -316,7 +427,7 @@ class MoEServiceIngress:
             except ValueError:
                 return JSONResponse({"error": "body: not JSON"}, status_code=400)
         try:
-            tokens = request_tokens(body, self.cfg, self.rng, self.batch, self.seq)
+            tokens = request_tokens(body, self.model, self.rng, self.batch, self.seq)
         except ValueError as e:
             return JSONResponse({"error": str(e)}, status_code=400)
         try:
@@ -326,10 +437,19 @@ class MoEServiceIngress:
         return {"outputs": out[:, -1, :].tolist(), "servers": sorted(n[:12] for n in nodes)}
 
 
+def _model_shape(config: dict[str, Any]) -> tuple[int, int]:
+    """The expert shape (dim, inter) the knobs give, for an emulated device's default."""
+    k = moe_knobs(config)
+    hf = dict(k.get("hf_config") or {})
+    dim = int(hf.get("hidden_size", k["dim"]))
+    inter = hf.get("moe_intermediate_size", hf.get("intermediate_size", k["hidden"]))
+    return dim, int(inter)
+
+
 def moe_backend(node_id: str, gpus: int, config: dict[str, Any]) -> Any:
     """The bound backend application of a MoE service on one server: one device per GPU."""
     service_ms, k = device_service_ms(config), moe_knobs(config)
-    expert = (int(k.get("cost_dim", k["dim"])), int(k.get("cost_hidden", k["hidden"])))
+    emulate = emulated_expert(k, *_model_shape(config))
     opts = {"num_gpus": 1, "num_cpus": 0, "label_selector": {NODE_ID_LABEL: node_id}}
 
     def device(k: int) -> Any:
@@ -337,8 +457,8 @@ def moe_backend(node_id: str, gpus: int, config: dict[str, Any]) -> Any:
             name=f"gpu{k}", num_replicas=1, ray_actor_options=opts
         )
 
-    peers = [device(k).bind(node_id, k, service_ms, None, expert) for k in range(1, gpus)]
-    return device(0).bind(node_id, 0, service_ms, peers, expert)
+    peers = [device(k).bind(node_id, k, service_ms, None, emulate) for k in range(1, gpus)]
+    return device(0).bind(node_id, 0, service_ms, peers, emulate)
 
 
 def moe_ingress(service: str, config: dict[str, Any]) -> Any:

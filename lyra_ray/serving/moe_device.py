@@ -1,16 +1,21 @@
 """One GPU of a server serving the lyra MoE service: the expert replicas the plan puts here.
 
 WHY its own module: the ingress (:mod:`lyra_ray.serving.moe_app`) plans and routes; a
-device only holds weights and runs the chunks it is sent, one at a time (a GPU runs one
-kernel at a time), each taking the H200 expert-time model of its tokens
-(``lyra_ray.moe_serving.expert_time``: a roofline with a launch floor) for the expert
-shape ``cost_dim`` x ``cost_hidden``, slept out here after the real (small) expert runs;
-a spec that sets ``service_ms`` gets that constant per call instead (:func:`call_seconds`).
+device only holds its experts' slices of the model's fused expert tensors and runs the
+chunks it is sent, one at a time (a GPU runs one kernel at a time). By default a call's
+time is its real computation: the SwiGLU of the slice on the chunk's tokens, on the
+replica's GPU where there is one (:class:`ExpertRunner`), else in numpy on the CPU.
+
+Emulation is explicit: a spec with ``emulate: 1`` makes each call take the H200
+expert-time model of its tokens (``lyra_ray.moe_serving.expert_time``, for the expert
+shape ``cost_dim`` x ``cost_hidden``), slept out after the real computation; a spec that
+sets ``service_ms`` gets that constant per call on top of it (:func:`call_seconds`).
 """
 
 from __future__ import annotations
 
 import asyncio
+import os
 import time
 from collections.abc import Mapping
 from typing import Any
@@ -18,30 +23,80 @@ from typing import Any
 from ray import serve
 
 from lyra_ray.moe_serving.expert_time import ExpertCost
+from lyra_ray.moe_serving.experts import ExpertSlice, swiglu
 
 DEVICE_GPU = "h200"
-"""The GPU type whose expert-time model a device's calls take (the one measured)."""
+"""The GPU type whose expert-time model an emulating device's calls take (the one measured)."""
 
 
-def call_seconds(service_ms: float | None, expert: ExpertCost, tokens: int) -> float:
-    """Device seconds of one expert call of ``tokens`` tokens: the spec's ``service_ms``
-    if it sets one (the same for every call), else the expert-time model's."""
+PROFILE_TOKENS, PROFILE_REPEATS = 256, 7
+
+
+def call_seconds(service_ms: float | None, expert: ExpertCost | None, tokens: int) -> float:
+    """Seconds one expert call of ``tokens`` tokens must last: the spec's ``service_ms`` if it
+    sets one (the same for every call), else the emulated model's, else 0 (the call lasts
+    as long as its computation)."""
     if service_ms is not None:
         return service_ms / 1000.0
-    return expert.seconds(tokens)
+    return 0.0 if expert is None else expert.seconds(tokens)
 
 
 def device_service_ms(config: Mapping[str, Any]) -> float | None:
-    """The spec's ``service_ms``, or None when it leaves it out (then the model decides)."""
+    """The spec's ``service_ms``, or None when it leaves it out."""
     raw = config.get("service_ms")
     return None if raw is None else float(raw)
 
 
+def emulated_expert(config: Mapping[str, Any], dim: int, hidden: int) -> ExpertCost | None:
+    """The expert shape whose H200 time an ``emulate: 1`` spec's calls take; None: compute."""
+    if not int(config.get("emulate", 0)):
+        return None
+    return ExpertCost(int(config.get("cost_dim", dim)), int(config.get("cost_hidden", hidden)))
+
+
+def has_cuda() -> bool:
+    """A real NVIDIA GPU is here (its driver's control device), checked before torch is
+    imported: the fake GPUs of a CPU-only test cluster have none, and a device process
+    that never imports torch saves ~200 MB."""
+    return os.path.exists("/dev/nvidiactl")
+
+
+class ExpertRunner:
+    """Runs expert slices: on the replica's GPU (torch, CUDA) where there is one, else numpy.
+
+    On a GPU, a slice's weights are moved there once, when the device takes it; chunks
+    cross as numpy arrays (the ingress's wire format) and are copied in and out."""
+
+    def __init__(self, cuda: bool | None = None) -> None:
+        self.cuda = has_cuda() if cuda is None else cuda
+        if self.cuda:
+            import torch
+
+            self.cuda = bool(torch.cuda.is_available())
+        self.kind = "cuda" if self.cuda else "numpy"
+
+    def prepare(self, w: ExpertSlice) -> Any:
+        if not self.cuda:
+            return w
+        import torch
+
+        return (torch.from_numpy(w.gate_up).cuda(), torch.from_numpy(w.down).cuda())
+
+    def run(self, x: Any, w: Any) -> Any:
+        if not self.cuda:
+            return swiglu(x, w)
+        import torch
+
+        gate_up, down = w
+        xt = torch.from_numpy(x).cuda()
+        g, u = (xt @ gate_up.T).chunk(2, dim=-1)
+        y = (torch.nn.functional.silu(g) * u) @ down.T
+        return y.cpu().numpy()
+
+
 @serve.deployment(max_ongoing_requests=10_000, ray_actor_options={"num_cpus": 0})
 class MoEDevice:
-    """One GPU: the expert replicas the plan puts here, run one call at a time; each call
-    sleeps, inside the device lock, the GPU time of its kernel, which the CPU-only hosts
-    here cannot give (:func:`call_seconds` of its tokens for ``expert`` = (dim, hidden))."""
+    """One GPU: the expert replicas the plan puts here, run one call at a time."""
 
     def __init__(
         self,
@@ -49,39 +104,42 @@ class MoEDevice:
         index: int,
         service_ms: float | None,
         peers: list[Any] | None = None,
-        expert: tuple[int, int] = (32, 64),
+        emulate: ExpertCost | None = None,
     ) -> None:
-        """``peers``: the server's other devices, reachable through this one (``gpu0``)."""
+        """``peers``: the server's other devices, reachable through this one (``gpu0``);
+        ``emulate``: the expert whose H200 time each call takes (None: its computation's)."""
         self.node_id, self.index = node_id, index
         self.service_ms = service_ms
-        self.expert = ExpertCost(expert[0], expert[1], DEVICE_GPU)
+        self.emulate = emulate
+        self.runner = ExpertRunner()
         self.hosted: dict[tuple[int, int], Any] = {}
         self.spare: dict[tuple[int, int], Any] = {}  # the last expert fetched, kept (Lina's spare)
         self.fetched = 0
         self._lock: asyncio.Lock | None = None
 
     async def host(self, experts: list[tuple[int, int, list[Any]]]) -> int:
-        """Hold exactly these (layer, expert, [weights ref]) replicas; returns how many."""
+        """Hold exactly these (layer, expert, [slice ref]) replicas; returns how many."""
         keep: dict[tuple[int, int], Any] = {}
         for layer, e, ref in experts:
             key = (layer, e)
-            keep[key] = self.hosted[key] if key in self.hosted else await ref[0]
+            if key in self.hosted:
+                keep[key] = self.hosted[key]
+            else:
+                keep[key] = self.runner.prepare(await ref[0])
         self.hosted = keep
         return len(keep)
 
     async def __call__(self, layer: int, expert: int, x: Any, ref: list[Any]) -> Any:
-        from lyra_ray.moe_serving.experts import expert_ffn
-
         w = self.hosted.get((layer, expert), self.spare.get((layer, expert)))
         if w is None:  # borrowed, or moved away under a request still running: fetch it
-            w = await ref[0]
+            w = self.runner.prepare(await ref[0])
             self.fetched, self.spare = self.fetched + 1, {(layer, expert): w}
         if self._lock is None:
             self._lock = asyncio.Lock()
         async with self._lock:
             start = time.perf_counter()
-            y = expert_ffn(x, w)
-            left = call_seconds(self.service_ms, self.expert, len(x))
+            y = self.runner.run(x, w)
+            left = call_seconds(self.service_ms, self.emulate, len(x))
             if self.service_ms is None:  # the model's time is the whole call's
                 left -= time.perf_counter() - start
             if left > 0:
@@ -89,10 +147,34 @@ class MoEDevice:
         return y
 
     async def run(self, layer: int, parts: list[tuple[int, Any, list[Any]]]) -> list[Any]:
-        """Every chunk of one request-layer that runs here, ``(expert, rows, [weights
-        ref])`` each, in one call; their outputs in that order. WHY one call per device,
-        not per chunk: the chunks run one at a time under the device lock either way, and
-        each Serve call costs the ingress and the device CPU (with borrowing a layer's
-        tokens go to every replica: 12 calls a layer on 4 devices of 3 slots, 4 this way);
-        on two loaded cores those calls were what held requests for seconds."""
+        """Every chunk of one request-layer that runs here, ``(expert, rows, [slice ref])``
+        each, in one call; their outputs in that order. WHY one call per device, not per
+        chunk: the chunks run one at a time under the device lock either way, and each Serve
+        call costs the ingress and the device CPU; on two loaded cores those calls were what
+        held requests for seconds."""
         return [await self(layer, expert, x, ref) for expert, x, ref in parts]
+
+    async def profile(self, ref: list[Any], many: int = PROFILE_TOKENS) -> tuple[float, float]:
+        """This device's time for one expert slice at 1 and at ``many`` tokens (the best of
+        a few runs, under the lock): what the ingress's cost model is fitted to when the
+        calls are not emulated (``expert_time.host_roofline``)."""
+        import numpy as np
+
+        w = self.runner.prepare(await ref[0])
+        dim = int(np.asarray((await ref[0]).down).shape[0])
+        rng = np.random.default_rng(0)
+        if self._lock is None:
+            self._lock = asyncio.Lock()
+        best = [float("inf"), float("inf")]
+        async with self._lock:
+            for _ in range(PROFILE_REPEATS):
+                for i, n in enumerate((1, many)):
+                    x = rng.standard_normal((n, dim)).astype(np.float32)
+                    start = time.perf_counter()
+                    self.runner.run(x, w)
+                    best[i] = min(best[i], time.perf_counter() - start)
+        return best[0], best[1]
+
+    def backend(self) -> str:
+        """Where this device computes its experts: ``cuda`` or ``numpy``."""
+        return str(self.runner.kind)

@@ -4,7 +4,10 @@ WHY its own module: the plan is the part of the MoE service that must be right w
 Serve does, so it is plain numpy, testable without a cluster. A *device* is one GPU of a
 serving inference server; each holds ``slots`` expert replicas of every layer. The
 replica budget of a layer is ``devices * slots``: lending a server lowers it, and the
-plan is made again, by Lina's planner (``lyra_ray.moe_serving.planner``), onto the devices left.
+plan is made again onto the devices left, by the planner for the batch regime
+(``planner.plan_for_regime``): it minimises the predicted expert step time over the step
+sizes the service has seen (its ``BatchHistogram``), for the devices' cost model, so a
+service that runs decode-sized steps is not given token balance that makes it slower.
 
 Which chunk goes to which device is decided here too (:meth:`RoutingTable.devices_for`):
 an expert's chunks go one to each of its replicas, and chunks a request borrows onto
@@ -14,12 +17,14 @@ leaves idle, so no replica gets two chunks of one request-layer.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
 import numpy.typing as npt
 
-from lyra_ray.moe_serving.planner import Placement, plan_lina, shares
+from lyra_ray.moe_serving.expert_time import ExpertCost
+from lyra_ray.moe_serving.planner import Placement, plan_for_regime, plan_lina, shares
 
 Loads = npt.NDArray[np.float64]
 
@@ -36,15 +41,25 @@ def devices_of(servers: dict[str, int]) -> list[Device]:
     return [Device(node, k) for node in sorted(servers) for k in range(servers[node])]
 
 
-def plan_devices(load: Loads, devices: int, slots: int) -> Placement:
-    """Lina's phase 1 over ``devices`` GPUs of ``slots`` replicas per layer each.
+def plan_devices(
+    load: Loads,
+    devices: int,
+    slots: int,
+    regime: Sequence[tuple[float, float]] | None = None,
+    cost: ExpertCost | None = None,
+) -> Placement:
+    """Phase 1 over ``devices`` GPUs of ``slots`` replicas per layer each: the plan for the
+    batch ``regime`` (``(tokens per step, weight)`` pairs) under the devices' ``cost``;
+    without them, Lina's token balance (the uniform baseline passes even loads).
 
     A layer with no load yet is planned as if its experts were equally popular.
     """
     load = np.asarray(load, dtype=np.float64)
     flat = load.sum(1, keepdims=True) <= 0
     load = np.where(flat, 1.0, load)
-    return plan_lina(load, devices * slots, devices, slots)
+    if regime is None or cost is None:
+        return plan_lina(load, devices * slots, devices, slots)
+    return plan_for_regime(load, devices * slots, devices, regime, cost, slots)
 
 
 @dataclass
@@ -110,7 +125,8 @@ class RoutingTable:
             "servers": servers,
             "devices": len(self.devices),
             "slots": self.placement.slots,
-            "budget_per_layer": int(self.placement.replica_expert.shape[1]),
+            "budget_per_layer": self.placement.devices * self.placement.slots,
+            "replicas_per_layer": int(self.placement.replica_expert.shape[1]),
             "counts": self.counts.tolist(),
             "planned_share": np.round(shares(self.placement.planned_load), 4).tolist(),
         }

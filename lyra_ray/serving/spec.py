@@ -87,7 +87,6 @@ KNOBS: dict[str, dict[str, tuple[type, float, float]]] = {
         "dim": (int, 2, 1024),
         "hidden": (int, 1, 8192),
         "skew": (float, 0, 10),
-        "correlation": (float, 0, 1),
         "seed": (int, 0, 2**31 - 1),
         "slots": (int, 1, 64),
         "batch": (int, 1, 256),
@@ -101,6 +100,7 @@ KNOBS: dict[str, dict[str, tuple[type, float, float]]] = {
         "uniform": (int, 0, 1),
         "cost_dim": (int, 2, 65_536),
         "cost_hidden": (int, 1, 262_144),
+        "emulate": (int, 0, 1),
     },
 }
 """Per model, each knob's type and inclusive range. ``moe``: ``slots`` is how many expert
@@ -108,9 +108,50 @@ replicas of each layer one GPU holds (Lina's device slots); ``replan_s`` is how 
 phase 2 re-plans from the routing actually seen (0: only when servers change), once the
 layers whose shares moved past ``threshold`` would lower the busiest replica's tokens by
 more than ``replan_gain`` at ``replan_checks`` checks in a row (``serving/moe_drift.py``);
-``uniform: 1`` gives every expert the same replicas (the baseline); ``cost_dim`` x
-``cost_hidden`` is the expert shape whose H200 time a device call takes (default the
-model's ``dim`` x ``hidden``)."""
+``uniform: 1`` gives every expert the same replicas (the baseline); ``emulate: 1`` makes
+each device call take the H200 expert-time model of its tokens for the expert shape
+``cost_dim`` x ``cost_hidden`` (default the model's ``dim`` x ``hidden``) instead of the
+time its real expert computation takes. Besides these numbers an MoE spec may name its
+architecture (:data:`MOE_TEXT_KNOBS`)."""
+
+MOE_TEXT_KNOBS = ("arch", "hf_config", "target_load")
+"""The MoE knobs that are not numbers: ``arch``, a ``transformers`` model type (default
+``mixtral``; ``qwen2_moe``, ``deepseek_v3`` or any whose experts are fused SwiGLU
+tensors); ``hf_config``, fields of its config (they override ``layers``, ``experts``,
+``top_k``, ``dim``, ``hidden``); ``target_load``, the popularity the routers are
+calibrated to, per MoE layer a list of per-expert loads (default: Zipf of ``skew``)."""
+_ARCH = re.compile(r"^[a-z][a-z0-9_\-]{0,63}$")
+
+
+def _moe_text_knob(where: str, key: str, v: Any) -> Any:
+    """One of :data:`MOE_TEXT_KNOBS`, checked for its shape (InputError names it)."""
+    if key == "arch":
+        if not isinstance(v, str) or not _ARCH.match(v):
+            raise InputError(f"{where}: expected a transformers model type, got {v!r}")
+        return v
+    if key == "hf_config":
+        ok = isinstance(v, Mapping) and all(isinstance(k, str) for k in v)
+        scalar = (str, int, float, bool, type(None))
+        if not ok or not all(isinstance(x, scalar) for x in v.values()):
+            raise InputError(f"{where}: expected a mapping of config fields to scalars")
+        bad = [k for k, x in v.items() if isinstance(x, float) and not _finite(x)]
+        if bad:
+            raise InputError(f"{where}.{bad[0]}: expected a finite number")
+        return dict(v)
+    rows = v if isinstance(v, list) else None
+    ok = bool(rows) and all(isinstance(r, list) and r for r in rows or [])
+    ok = ok and len({len(r) for r in rows or []}) == 1
+    nums = ok and all(
+        isinstance(x, int | float) and not isinstance(x, bool) and _finite(x) and x >= 0
+        for r in rows or []
+        for x in r
+    )
+    if not nums or not all(sum(r) > 0 for r in rows or []):
+        raise InputError(
+            f"{where}: expected per layer a list of per-expert loads (finite, >= 0, "
+            "not all 0), every list as long"
+        )
+    return [[float(x) for x in r] for r in rows or []]
 
 
 def _finite(v: float) -> bool:
@@ -130,8 +171,12 @@ def _config(name: str, model: str, config: Any) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for k, v in config.items():
         where = f"service {name!r}: field 'config.{k}'"
+        if model == "moe" and k in MOE_TEXT_KNOBS:
+            out[k] = _moe_text_knob(where, k, v)
+            continue
         if k not in knobs:
-            raise InputError(f"{where}: not a knob of model {model!r}; known: {sorted(knobs)}")
+            known = sorted(knobs) + (sorted(MOE_TEXT_KNOBS) if model == "moe" else [])
+            raise InputError(f"{where}: not a knob of model {model!r}; known: {known}")
         kind, low, high = knobs[k]
         if isinstance(v, bool) or not isinstance(v, int | float) or not _finite(v):
             raise InputError(f"{where}: expected a finite number, got {v!r}")
@@ -144,8 +189,15 @@ def _config(name: str, model: str, config: Any) -> dict[str, Any]:
         experts, top_k = out.get("experts", MOE_DEFAULTS["experts"]), out.get("top_k", 1)
         if top_k > experts:
             raise InputError(f"service {name!r}: field 'config.top_k': {top_k} > experts {experts}")
-        if out.get("dim", MOE_DEFAULTS["dim"]) % 2:
-            raise InputError(f"service {name!r}: field 'config.dim': must be even (2 heads)")
+        if out.get("dim", MOE_DEFAULTS["dim"]) % 4:
+            raise InputError(f"service {name!r}: field 'config.dim': must be a multiple of 4")
+        rows = out.get("target_load")
+        layers, width = out.get("layers", MOE_DEFAULTS["layers"]), len((rows or [[]])[0])
+        if rows is not None and "hf_config" not in out and (len(rows), width) != (layers, experts):
+            raise InputError(
+                f"service {name!r}: field 'config.target_load': {len(rows)} x {width}, "
+                f"want layers x experts = {layers} x {experts}"
+            )
     return out
 
 
@@ -156,7 +208,6 @@ MOE_DEFAULTS: dict[str, float] = {
     "dim": 32,
     "hidden": 64,
     "skew": 1.0,
-    "correlation": 0.9,
     "seed": 0,
     "slots": 3,
     "batch": 4,
@@ -168,8 +219,10 @@ MOE_DEFAULTS: dict[str, float] = {
     "borrow": 1,
     "uniform": 0,
 }
-"""The MoE service's knobs when the spec leaves them out: a small model whose experts'
-popularity is skewed (Zipf), so Lina's replica counts differ from expert to expert.
+"""The MoE service's knobs when the spec leaves them out: a small Mixtral (``arch``,
+``transformers``' class, random weights) whose routers are calibrated to a skewed (Zipf)
+popularity, so Lina's replica counts differ from expert to expert. Its devices compute
+their experts (``emulate: 0``).
 ``service_ms`` has no default here: left out, each call's time comes from the H200
 expert-time model of its tokens (``serving/moe_device.py``), not from a constant."""
 

@@ -22,6 +22,7 @@ from lyra_ray.model.errors import InputError
 from lyra_ray.model.pools import check_gpus_per_node, parse_pool
 
 if TYPE_CHECKING:  # the CLI imports the settings before it knows it will simulate
+    from lyra_ray.model.teams import TeamSet
     from lyra_ray.scheduling.interfaces import Placer
     from lyra_ray.sim.simulator import Simulator
 
@@ -214,6 +215,7 @@ def assemble(s: SimSettings) -> Workload:
 
         try:
             team_set = load_teams(s.teams, _by_type(nodes))
+            _check_effective(s.teams, team_set, _by_type(nodes), specs, model)
         except InputError as e:
             raise InputError(f"--teams: {e}") from None
         policy = with_teams(policy, team_set)
@@ -261,3 +263,25 @@ def assemble(s: SimSettings) -> Workload:
         "teams": s.teams,
     }
     return Workload(sim, specs, window, meta)
+
+
+def _check_effective(
+    path: str,
+    teams: TeamSet,
+    cluster: dict[str, int],
+    specs: list[JobSpec],
+    model: ThroughputModel,
+) -> None:
+    """Effective guarantees against the cluster's capacity in reference units, with the
+    types' factors from the trace's jobs (the capacity rule of
+    :mod:`lyra_ray.model.team_accounting`, over every job the run will see)."""
+    if teams.unit != "effective":
+        return
+    from lyra_ray.model.team_accounting import effective_capacity, reference_factors
+    from lyra_ray.model.teams import oversubscription
+
+    ref = teams.reference_for(cluster)
+    eff = effective_capacity(cluster, reference_factors(specs, cluster, model, ref))
+    why = oversubscription(teams.teams, cluster, eff)
+    if why is not None:
+        raise InputError(f"{path}: field 'teams': {why}")

@@ -151,7 +151,7 @@ METRICS: tuple[MetricDef, ...] = (
         "lyra_team_guarantee",
         "gauge",
         "A team's guaranteed quota, by GPU type (unit gpus) or gpu_type 'effective' "
-        "(unit effective: V100-equivalents of effective throughput).",
+        "(unit effective: GPUs of the reference type's effective throughput).",
         TEAM,
     ),
     MetricDef("lyra_team_used", "gauge", "What a team's running jobs use, as its quota.", TEAM),

@@ -37,11 +37,19 @@ else:
     sp = lazy_module("scipy.sparse")
 
 
+Rows = tuple["sp.csr_matrix", FloatArray]
+"""Extra rows ``R x <= r`` over the same columns (teams' quotas: :mod:`.team_rows`)."""
+
+
 def feasible_point(
-    T: FloatArray, sf: FloatArray, capacity: FloatArray, need: FloatArray
+    T: FloatArray,
+    sf: FloatArray,
+    capacity: FloatArray,
+    need: FloatArray,
+    extra: Rows | None = None,
 ) -> FloatArray | None:
-    """ECOS's point in ``{x : base constraints, T x >= need}``, or ``None``."""
-    return ecos_point(np.zeros(T.size), T, sf, capacity, need)
+    """ECOS's point in ``{x : base constraints, T x >= need, extra}``, or ``None``."""
+    return ecos_point(np.zeros(T.size), T, sf, capacity, need, extra)
 
 
 def ecos_point(
@@ -50,20 +58,36 @@ def ecos_point(
     sf: FloatArray,
     capacity: FloatArray,
     need: FloatArray | None = None,
+    extra: Rows | None = None,
 ) -> FloatArray | None:
     """ECOS's answer to ``min cost . x`` over Gavel's base constraints (``x >= 0`` as
     rows, no ``x <= 1``), plus ``T x >= need`` rows if given; ``None`` unless ECOS
     reports exit flag 0. With a constant objective this is a point near the centre of
     the feasible set; with an LP objective, near the centre of its optimal face — the
-    allocation Gavel's cvxpy + ECOS returns for the same problem."""
+    allocation Gavel's cvxpy + ECOS returns for the same problem. ``extra`` rows (teams'
+    quotas) are stacked below; that LP is set up afresh each time (no kept workspace)."""
     n, k = T.shape
     nx = n * k
     h = [np.zeros(nx), capacity, np.ones(n)]
     if need is not None:
         h.append(-need)
-    csc = constraint_arrays(T, sf, need is not None)
     nrow = nx + k + n + (n if need is not None else 0)
     c = np.asarray(cost, dtype=np.float64)
+    if extra is not None and extra[0].shape[0]:
+        G = sp.vstack([constraint_matrix(T, sf, need is not None), extra[0]], format="csc")
+        G.sort_indices()
+        sol = _solve(
+            c,
+            (G.data, G.indices.astype(np.int64), G.indptr.astype(np.int64)),
+            nrow + extra[0].shape[0],
+            np.concatenate([*h, extra[1]]),
+        )
+        if int(sol["info"]["exitFlag"]) != 0:
+            return None
+        x_extra = np.asarray(sol["x"], dtype=np.float64)
+        out_extra: FloatArray = np.clip(x_extra.reshape(n, k), 0.0, 1.0)
+        return out_extra
+    csc = constraint_arrays(T, sf, need is not None)
     if (sf != 0).all():  # the pattern depends on the shape alone: kept per shape
         flag, x, _, _ = _solve_kept(
             ("centre", n, k, need is not None), c, csc, nrow, np.concatenate(h)
@@ -127,15 +151,20 @@ def constraint_matrix(T: FloatArray, sf: FloatArray, with_need: bool) -> sp.csc_
 
 
 def gavel_makespan(
-    T: FloatArray, sf: FloatArray, capacity: FloatArray, remaining: FloatArray
+    T: FloatArray,
+    sf: FloatArray,
+    capacity: FloatArray,
+    remaining: FloatArray,
+    extra: Rows | None = None,
 ) -> FloatArray:
-    """X as Gavel's bisection leaves it (see the module doc); ``T`` rows must be > 0 somewhere."""
+    """X as Gavel's bisection leaves it (see the module doc); ``T`` rows must be > 0
+    somewhere. ``extra``: rows every step's feasibility LP also keeps (teams' quotas)."""
     max_t, min_t, last_max = 1e6, 100.0, 1e6
     best: FloatArray | None = None
     while best is None:
         while 1.05 * min_t < max_t:
             t = (min_t + max_t) / 2.0
-            x = feasible_point(T, sf, capacity, remaining / t)
+            x = feasible_point(T, sf, capacity, remaining / t, extra)
             if x is not None:
                 best, max_t = x, t
             else:

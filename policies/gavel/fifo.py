@@ -33,6 +33,7 @@ from collections.abc import Mapping
 from typing import Any, ClassVar
 
 from lyra_ray.model import Allocation, ClusterSnapshot, GpuType, JobId, JobView, pair_key
+from lyra_ray.model.team_bounds import Ledger, ledger_of
 from lyra_ray.policies.base import PolicyBase, register
 
 _Order = tuple[float, JobId]
@@ -100,8 +101,13 @@ class FifoPerf(PolicyBase):
         free: dict[GpuType, int],
         chosen: dict[str, GpuType],
     ) -> list[JobView]:
-        """Gavel's perf-mode pass; returns the jobs still queued when it stopped."""
+        """Gavel's perf-mode pass; returns the jobs still queued when it stopped.
+
+        Under teams' quotas (a strict ``team_bounds``) a type has room for a job only if
+        its team may also take the GPUs; a job its team's quota keeps out is passed over,
+        not waited for (Kueue's default), so it does not hold up other teams' jobs."""
         open_types = sorted(g for g, c in free.items() if c > 0)
+        ledger: Ledger | None = ledger_of(snap.team_bounds, book=False)  # places afresh
         i = 0
         while i < len(queue) and open_types:
             job = queue[i]
@@ -110,6 +116,10 @@ class FifoPerf(PolicyBase):
             room = [g for g in open_types if free[g] >= sf]
             if not room:
                 return queue[i:]
+            if ledger is not None:
+                room = [g for g in room if ledger.fits(job.id, g, sf)]
+                if not room:
+                    continue
             # The first type with the highest throughput, in sorted order (Gavel: strict >);
             # each type's throughput asked once (this pass runs at every solve).
             tput = {g: snap.throughput(job, g) for g in room}
@@ -117,6 +127,8 @@ class FifoPerf(PolicyBase):
             if tput[gt] > 0:
                 chosen[job.id] = gt
                 free[gt] -= sf
+                if ledger is not None:
+                    ledger.take(job.id, gt, sf)
                 if free[gt] == 0:
                     open_types.remove(gt)
         return queue[i:]

@@ -41,6 +41,7 @@ from lyra_ray.policies.gavel.inputs import (
 )
 from lyra_ray.policies.gavel.lazy_import import lazy_module
 from lyra_ray.policies.gavel.lp import base_constraints, utility_matrix
+from lyra_ray.policies.gavel.team_rows import rows_of_jobs, with_rows
 from lyra_ray.policies.gavel.warm import WarmMaxMin
 
 if TYPE_CHECKING:
@@ -86,7 +87,7 @@ def solve_ftf(
     active: NDArray[np.bool_] = np.asarray(p.runnable.any(axis=1))
     if not active.any():
         return np.zeros((p.n, p.k)), 0.0
-    A, bb = base_constraints(p.sf, p.capacity)
+    A, bb = with_rows(*base_constraints(p.sf, p.capacity), p)
     coef = p.T * p.runnable
     U = utility_matrix(coef)
     ub = p.runnable.astype(np.float64).ravel()
@@ -180,7 +181,9 @@ def centre_of_optimum(
     t, r, b = ftf_inputs(p, now, done)
     act = np.asarray(p.runnable.any(axis=1))
     need = r / np.maximum(rho * (1.0 + slack) * b - t, 1e-300)
-    centre = feasible_point((p.T * p.runnable)[act], p.sf[act], p.capacity, need[act])
+    centre = feasible_point(
+        (p.T * p.runnable)[act], p.sf[act], p.capacity, need[act], rows_of_jobs(p, act)
+    )
     if centre is None:
         return X
     out = np.zeros_like(X)

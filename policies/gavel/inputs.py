@@ -18,6 +18,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from lyra_ray.model import Allocation, ClusterSnapshot, GpuType, JobId, JobStatus, JobView, Node
+from lyra_ray.model.team_bounds import TeamBounds
 
 FloatArray = NDArray[np.float64]
 
@@ -33,6 +34,10 @@ class Problem:
     sf: FloatArray
     weights: FloatArray
     capacity: FloatArray
+    bounds: TeamBounds | None = None
+    """Teams' quotas (the snapshot's ``team_bounds``): the rows in ``bounds.rows`` join
+    the LP's constraints (:mod:`lyra_ray.policies.gavel.team_rows`), and each job's
+    entity is its team (:meth:`entity`)."""
 
     @property
     def n(self) -> int:
@@ -46,13 +51,34 @@ class Problem:
     def job_ids(self) -> tuple[JobId, ...]:
         return tuple(j.id for j in self.jobs)
 
+    def entity(self, i: int) -> str:
+        """Job ``i``'s entity for hierarchical policies: its team, else its owner."""
+        job = self.jobs[i]
+        return job.spec.user if self.bounds is None else self.bounds.team(job.id, job.spec.user)
+
+    @cached_property
+    def closed(self) -> NDArray[np.bool_]:
+        """Jobs of the teams the quota rows leave no GPU (none without rows): out of the
+        optimisation, as jobs that fit nowhere (:mod:`lyra_ray.policies.teams.reach`)."""
+        b = self.bounds
+        out: NDArray[np.bool_] = np.zeros(self.n, dtype=bool)
+        if b is not None and b.rows and b.closed:
+            for i, j in enumerate(self.jobs):
+                out[i] = b.team(j.id, j.spec.user) in b.closed
+        return out
+
+    @property
+    def team_rows(self) -> bool:
+        """Whether team rows are to join this LP."""
+        return self.bounds is not None and bool(self.bounds.rows)
+
     @cached_property
     def runnable(self) -> NDArray[np.bool_]:
         """Where X may be positive: the job has throughput there and fits the type.
 
         Computed once per problem (a solve reads it several times) and read-only, as the
         arrays it comes from are never edited."""
-        out = (self.T > 0) & (self.sf[:, None] <= self.capacity[None, :])
+        out = (self.T > 0) & (self.sf[:, None] <= self.capacity[None, :]) & ~self.closed[:, None]
         out.flags.writeable = False
         return out
 
@@ -81,7 +107,9 @@ def build_problem(snap: ClusterSnapshot, agnostic: bool = False) -> Problem:
     cap = np.array([float(gpus[t]) for t in types]).reshape(k)
     if agnostic:
         T = (T > 0).astype(np.float64)
-    return Problem(jobs=jobs, gpu_types=types, T=T, sf=sf, weights=w, capacity=cap)
+    return Problem(
+        jobs=jobs, gpu_types=types, T=T, sf=sf, weights=w, capacity=cap, bounds=snap.team_bounds
+    )
 
 
 _DONE = (JobStatus.FINISHED, JobStatus.CANCELLED, JobStatus.FAILED)

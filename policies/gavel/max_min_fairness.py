@@ -29,6 +29,7 @@ from lyra_ray.policies.gavel.inputs import (
 )
 from lyra_ray.policies.gavel.las_incremental import IncrementalLas
 from lyra_ray.policies.gavel.lp import base_constraints, max_min, max_min_jobs, utility_matrix
+from lyra_ray.policies.gavel.team_rows import with_rows
 
 log = logging.getLogger(__name__)
 
@@ -60,11 +61,27 @@ def solve_las(
     (Solving over classes of identical jobs instead would give the same optimum but a
     different interior point — the barrier weighs a class once instead of per job — and
     so different simulated JCTs than Gavel's per-job LP; per-job it is.)
+
+    Teams' quota rows (``p.team_rows``) join the constraints; that LP goes to HiGHS's
+    barrier without crossover (``ipm-interior``), an interior point as ECOS's is.
     """
     coef = las_coefficients(p, agnostic)
     active: NDArray[np.bool_] = np.asarray(p.runnable.any(axis=1))
     if not active.any():
         return np.zeros((p.n, p.k)), 0.0
+    if p.team_rows:
+        A, b = with_rows(*base_constraints(p.sf, p.capacity), p)
+        res = max_min(
+            utility_matrix(coef),
+            A,
+            b,
+            p.runnable.astype(np.float64).ravel(),
+            active=active,
+            floor=np.zeros(p.n),
+            pareto=pareto,
+            method="ipm-interior" if method in (ECOS, WARM) else method,
+        )
+        return res.x.reshape(p.n, p.k), res.level
     if method == ECOS:
         if not pareto:
             try:
@@ -116,7 +133,7 @@ class MaxMinFairnessPerf(PolicyBase):
         p = build_problem(snap, agnostic=self.agnostic)
         if p.n == 0 or p.k == 0:
             return Allocation()
-        if self.method == WARM and not self.pareto:
+        if self.method == WARM and not self.pareto and not p.team_rows:
             X = self._solve_warm(p)
         else:
             X, _ = solve_las(p, self.agnostic, self.pareto, self.method)

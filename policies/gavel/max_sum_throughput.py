@@ -19,6 +19,7 @@ from lyra_ray.policies.gavel.ecos_centre import ecos_point
 from lyra_ray.policies.gavel.inputs import FloatArray, Problem, build_problem, to_allocation
 from lyra_ray.policies.gavel.lazy_import import lazy_module
 from lyra_ray.policies.gavel.lp import SolverError, base_constraints, solve_min, utility_matrix
+from lyra_ray.policies.gavel.team_rows import rows_of_jobs, with_rows
 
 if TYPE_CHECKING:
     import scipy.sparse as sp
@@ -38,7 +39,7 @@ def solve_sum(
     T = p.T * p.runnable
     per_type = np.ones(p.k) if cost is None else cost
     c = -(T / per_type[None, :]).ravel()
-    A, b = base_constraints(p.sf, p.capacity)
+    A, b = with_rows(*base_constraints(p.sf, p.capacity), p)
     ub = p.runnable.astype(np.float64).ravel()
     if min_throughput:
         rows = np.array(sorted(min_throughput), dtype=np.int64)
@@ -74,5 +75,7 @@ def centre_of_sum(p: Problem, X: FloatArray, cost: FloatArray | None = None) -> 
     the two (``finish_time_fairness.centre_of_optimum`` says more). ``X`` if ECOS fails."""
     per_type = np.ones(p.k) if cost is None else cost
     T = p.T * p.runnable
-    centre = ecos_point(-(T / per_type[None, :]).ravel(), T, p.sf, p.capacity)
+    centre = ecos_point(
+        -(T / per_type[None, :]).ravel(), T, p.sf, p.capacity, extra=rows_of_jobs(p)
+    )
     return X if centre is None else centre * p.runnable

@@ -24,6 +24,7 @@ from lyra_ray.policies.gavel.highs_model import INF, pass_lp, run_simplex
 from lyra_ray.policies.gavel.inputs import FloatArray, Problem, build_problem, to_allocation
 from lyra_ray.policies.gavel.lazy_import import lazy_module
 from lyra_ray.policies.gavel.lp import new_highs
+from lyra_ray.policies.gavel.team_rows import rows_of_jobs
 
 if TYPE_CHECKING:
     import scipy.sparse as sp
@@ -109,10 +110,12 @@ class MinTotalDurationPerf(PolicyBase):
             )
             T = np.repeat(ref[:, None], p.k, axis=1)
         r = np.array([max(j.remaining_steps, 1e-9) for j in p.jobs]).reshape(p.n)
-        runs = np.asarray((T > 0).any(axis=1))
+        runs = np.asarray((T > 0).any(axis=1)) & ~p.closed
         X = np.zeros((p.n, p.k))
         if runs.any():
-            X[runs] = gavel_makespan(T[runs], p.sf[runs], p.capacity, r[runs])
+            X[runs] = gavel_makespan(
+                T[runs], p.sf[runs], p.capacity, r[runs], rows_of_jobs(p, runs)
+            )
         # Gavel's X may sit on types where the job cannot run (it has a variable there);
         # the rounds never use such entries, so they are dropped.
         return to_allocation(p, X * p.runnable)

@@ -29,6 +29,7 @@ from lyra_ray.policies.gavel.inputs import FloatArray, Problem, build_problem, t
 from lyra_ray.policies.gavel.lazy_import import lazy_module
 from lyra_ray.policies.gavel.lp import SolverError, base_constraints, max_min, solve_min
 from lyra_ray.policies.gavel.pairs import Pairs, PairSet, candidate_pairs, checked_pair_set
+from lyra_ray.policies.gavel.team_rows import with_rows
 from lyra_ray.policies.gavel.water_filling import hierarchical_weights, water_fill
 
 if TYPE_CHECKING:
@@ -59,8 +60,13 @@ def _setup(
     snap: ClusterSnapshot, p: Problem, top_k: int, pair_set: PairSet = "pruned"
 ) -> tuple[Pairs, sp.csr_matrix, FloatArray, FloatArray, NDArray[np.bool_]]:
     pairs = candidate_pairs(snap, p, top_k, pair_set)
-    A, b = base_constraints(p.sf, p.capacity, pairs.idx, pairs.gpus)
+    A, b = with_rows(
+        *base_constraints(p.sf, p.capacity, pairs.idx, pairs.gpus), p, pairs.idx, pairs.gpus
+    )
     pair_ok = (pairs.thr > 0).all(axis=2) & (pairs.gpus[:, None] <= p.capacity[None, :])
+    closed: NDArray[np.bool_] = p.closed
+    shut: NDArray[np.bool_] = np.asarray(closed[pairs.idx].any(axis=1), dtype=bool)
+    pair_ok &= ~shut[:, None]
     ub = np.concatenate([p.runnable.ravel(), pair_ok.ravel()]).astype(np.float64)
     active: NDArray[np.bool_] = np.asarray(p.runnable.any(axis=1))
     return pairs, A, b, ub, active

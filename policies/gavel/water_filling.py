@@ -36,6 +36,7 @@ from lyra_ray.policies.gavel.inputs import FloatArray, Problem, build_problem, t
 from lyra_ray.policies.gavel.lazy_import import lazy_module
 from lyra_ray.policies.gavel.lp import base_constraints, utility_matrix
 from lyra_ray.policies.gavel.max_min_fairness import las_coefficients
+from lyra_ray.policies.gavel.team_rows import rows_of_jobs, with_rows
 
 if TYPE_CHECKING:
     import scipy.sparse as sp
@@ -48,17 +49,16 @@ log = logging.getLogger(__name__)
 def hierarchical_weights(p: Problem, entities: Mapping[str, float] | None = None) -> FloatArray:
     """Job weight inside a two-level (entity, job) hierarchy: the entity's weight (1
     unless ``entities`` names it: teams, :mod:`lyra_ray.policies.teams`) times the job's
-    share of its entity's priority weights."""
+    share of its entity's priority weights. The entity is the job's owner, or its team
+    under the teams wrapper (:meth:`Problem.entity`)."""
     totals: dict[str, float] = defaultdict(float)
-    for i, job in enumerate(p.jobs):
-        totals[job.spec.user] += float(p.weights[i])
+    of = [p.entity(i) for i in range(p.n)]
+    for i, e in enumerate(of):
+        totals[e] += float(p.weights[i])
     ew = entities or {}
-    return np.array(
-        [
-            ew.get(j.spec.user, 1.0) * p.weights[i] / totals[j.spec.user]
-            for i, j in enumerate(p.jobs)
-        ]
-    ).reshape(p.n)
+    return np.array([ew.get(e, 1.0) * p.weights[i] / totals[e] for i, e in enumerate(of)]).reshape(
+        p.n
+    )
 
 
 def water_fill(
@@ -211,7 +211,7 @@ def solve_water_filling(
     p: Problem, agnostic: bool, entities: Mapping[str, float] | None = None
 ) -> tuple[FloatArray, FloatArray]:
     coef = las_coefficients(p, agnostic) * (p.weights / hierarchical_weights(p, entities))[:, None]
-    A, b = base_constraints(p.sf, p.capacity)
+    A, b = with_rows(*base_constraints(p.sf, p.capacity), p)
     ub = p.runnable.astype(np.float64).ravel()
     active: NDArray[np.bool_] = np.asarray(p.runnable.any(axis=1))
     x, level = water_fill(utility_matrix(coef), A, b, ub, active)
@@ -237,7 +237,11 @@ def centre_of_levels(
     coef = las_coefficients(p, agnostic) * (p.weights / hierarchical_weights(p, entities))[:, None]
     act = np.asarray(p.runnable.any(axis=1))
     centre = feasible_point(
-        (coef * p.runnable)[act], p.sf[act], p.capacity, level[act] * (1.0 - slack)
+        (coef * p.runnable)[act],
+        p.sf[act],
+        p.capacity,
+        level[act] * (1.0 - slack),
+        rows_of_jobs(p, act),
     )
     if centre is None:
         return X

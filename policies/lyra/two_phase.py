@@ -35,11 +35,13 @@ from typing import Any, ClassVar
 
 from lyra_ray.model import Allocation, ClusterSnapshot, GpuType, JobId, JobView, NodeId
 from lyra_ray.model.restart_cost import RESTART_S
+from lyra_ray.model.team_bounds import ledger_of
 from lyra_ray.policies.base import PolicyBase, register
 from lyra_ray.policies.lyra.cross_type import Candidate, add_extras, flexible_only
 from lyra_ray.policies.lyra.flexible import greedy_spare, share_spare
 from lyra_ray.policies.lyra.loaning import DemandMemory, LoanDecision, ReclaimMode, decide_loans
 from lyra_ray.policies.lyra.projection import FluidJob
+from lyra_ray.policies.lyra.team_bounds import extras_within, flexible_within
 
 
 def requested_workers(job: JobView) -> int:
@@ -224,6 +226,7 @@ class LyraPolicy(PolicyBase):
         chosen: dict[JobId, tuple[GpuType, int, int]] = {}  # job -> (type, workers, upper)
         waiting: dict[JobId, tuple[str, str]] = {}
         most_free = max(free.values(), default=0)
+        ledger = ledger_of(snap.team_bounds)  # teams' quotas, when the wrapper asks
         for job in jobs:
             limit = loan.workers_cap.get(job.id, job.spec.max_workers)
             if job.id in evicted:
@@ -236,9 +239,17 @@ class LyraPolicy(PolicyBase):
                 # applies (both need one). With 10,000 queued jobs on a full cluster this
                 # skips the per-type ordering of nearly every job.
                 continue
+            if ledger is not None and not any(
+                free[t] >= base and ledger.fits(job.id, t, base) for t in free
+            ):
+                continue  # its team's bounds leave it no room: skip the ordering too
             order = self._type_order(snap, job, lent_types, all_types, gone, remaining[job.id])
             for t in order:
                 if free.get(t, 0) >= base and snap.throughput(job, t, base) > 0:
+                    if ledger is not None:
+                        if not ledger.fits(job.id, t, base):
+                            continue
+                        ledger.take(job.id, t, base)
                     free[t] -= base
                     most_free = max(free.values(), default=0)
                     # never more workers than the cluster has GPUs (phase 3 may add
@@ -271,6 +282,8 @@ class LyraPolicy(PolicyBase):
                 fluid = [self._fluid(snap, by_id[j], t, chosen[j]) for j in ids]
                 total = sum(f.min_workers for f in fluid) + free[t]
                 sizes = self._share(fluid, total, releases)
+                if ledger is not None:
+                    sizes = flexible_within(ledger, ids, t, [chosen[j][1] for j in ids], sizes)
                 for j, w in zip(ids, sizes, strict=True):
                     workers[j] = (t, w)
                     free[t] -= w - chosen[j][1]
@@ -283,6 +296,8 @@ class LyraPolicy(PolicyBase):
                 if chosen[j][2] > w
             ]
             extra = add_extras(snap, cands, free, self.resize_cost_s)
+            if ledger is not None:
+                extra = extras_within(ledger, extra)
             for j, parts in extra.items():
                 t, w = workers[j]
                 workers[j] = (t, w + sum(k for _, k in parts))

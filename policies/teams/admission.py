@@ -32,6 +32,7 @@ from dataclasses import dataclass, field
 from lyra_ray.model import ClusterSnapshot, GpuType, JobId, JobView
 from lyra_ray.model.team_accounting import job_cost
 from lyra_ray.model.teams import Amounts, Team, TeamSet
+from lyra_ray.policies.teams.bounds import own_training, view_factors
 
 QUOTA = "quota"
 """The waiting code of a job its team's quota keeps out (:mod:`lyra_ray.scheduling.waiting`)."""
@@ -55,6 +56,12 @@ class _Ledger:
         self.snap, self.teams = snap, teams
         self.unit = teams.unit  # a property over every team: read once, not per job
         self.cap = snap.gpus_by_type()  # a walk over every node: once per decision
+        self.reference = teams.reference_for(own_training(snap))
+        self.factors = (
+            view_factors(snap, snap.active_jobs, self.cap, self.reference)
+            if self.unit == "effective"
+            else {}
+        )
         self.free: dict[GpuType, float] = {g: float(n) for g, n in self.cap.items()}
         self.used: dict[str, Amounts] = {name: {} for name in teams.teams}
         self.borrowed: dict[str, float] = {name: 0.0 for name in teams.teams}
@@ -62,7 +69,7 @@ class _Ledger:
 
     def cost(self, job: JobView, gpu_type: GpuType, workers: int) -> tuple[str, float]:
         t = self.snap.throughput_model
-        return job_cost(job.spec, gpu_type, workers, t, self.unit, self.teams.reference)
+        return job_cost(job.spec, gpu_type, workers, t, self.unit, self.reference, self.factors)
 
     def own_room(self, team: Team, key: str) -> float:
         if not team.limited:

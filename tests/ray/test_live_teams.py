@@ -148,9 +148,17 @@ def test_borrow_shrink_visibility_and_a_kill(live_cluster: LiveCluster, tmp_path
     out = _cli(root_token, "status", "--json")
     assert out.returncode == 0, out.stderr
     # stdout holds the JSON alone (Ray's own lines, if any, go to stderr)
-    got = {t["name"]: t for t in json.loads(out.stdout)["teams"]}
+    view = json.loads(out.stdout)
+    got = {t["name"]: t for t in view["teams"]}
     assert got["a"]["unit"] == "gpus" and got["a"]["guarantee"] == {"v100": 2.0}
-    assert set(got["a"]) == {"name", "unit", "guarantee", "used", "borrowed", "lent"}
+    keys = {"name", "unit", "guarantee", "used", "borrowed", "lent", "reference", "notes"}
+    assert set(got["a"]) == keys
+    settings = view["team_settings"]
+    # 4 GPUs of each type: the most common type is the alphabetically first, the K80
+    assert settings["reference"] == "auto" and settings["reference_in_force"] == "k80"
+    assert settings["enforce"] == "inside" and settings["oversubscribed"] is None
+    ref = _cli(root_token, "team", "reference")
+    assert ref.returncode == 0 and "GPUs of k80 (the cluster's most common" in ref.stdout
     listed = _cli(root_token, "team", "list")
     assert listed.returncode == 0 and listed.stdout.splitlines()[-1] == "3 team(s)"
     refused = _cli(root_token, "team", "remove", "a")

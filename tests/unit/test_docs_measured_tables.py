@@ -30,6 +30,9 @@ NOT_MEASURED: dict[tuple[str, str], str] = {
         "which Gavel policy exists here; numbers are issue numbers and pruning sizes"
     ),
     ("docs/lyra.md", "| piece | file |"): "where each piece of the policy lives",
+    ("docs/teams.md", "| policies | the bounds enter |"): (
+        "how each policy takes teams' bounds; numbers are in policy names and a solve cap"
+    ),
     ("docs/moe.md", "| module | what | Ray? |"): "what each module does",
     ("docs/observability.md", "| metric | kind | labels | meaning |"): (
         "the exported metrics; numbers are the meaning of a value (0: none waits)"

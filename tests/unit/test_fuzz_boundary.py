@@ -199,6 +199,10 @@ MOE_PLAN = {
     "--slots": words,
     "--groups": words,
     "--json": st.sampled_from([str(SCRATCH / "moe.json")]),
+    "--batch-tokens": words,
+    "--expert": st.one_of(words, st.sampled_from(["64x128", "0x5", "7x"])),
+    "--gpu": words,
+    "--eplb-out": st.sampled_from([str(SCRATCH / "map.json"), str(SCRATCH), ""]),
 }
 
 argvs = st.one_of(

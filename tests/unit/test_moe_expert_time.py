@@ -141,35 +141,45 @@ def test_plan_for_batch_refuses_a_bad_batch() -> None:
 # ------------------------------------------------------------- the lyra MoE service
 
 
-def test_service_device_sleeps_the_model_unless_service_ms_is_given() -> None:
-    from lyra_ray.moe_serving.experts import ExpertWeights
-    from lyra_ray.serving.moe_device import MoEDevice, call_seconds, device_service_ms
+def test_a_device_computes_unless_told_to_emulate() -> None:
+    """The default call lasts as long as its computation; ``emulate`` (an expert shape)
+    stretches it to the H200 model's time; ``service_ms`` to a constant on top."""
+    from lyra_ray.moe_serving.experts import ExpertSlice
+    from lyra_ray.serving.moe_device import (
+        MoEDevice,
+        call_seconds,
+        device_service_ms,
+        emulated_expert,
+    )
 
-    cost = ExpertCost(32, 64)
-    assert call_seconds(None, cost, 16) == pytest.approx(expert_time_s(32, 64, 16))
-    assert call_seconds(5.0, cost, 16) == 0.005
+    big = ExpertCost(4096, 14336)
+    assert call_seconds(None, None, 16) == 0.0
+    assert call_seconds(None, big, 2048) == pytest.approx(expert_time_s(4096, 14336, 2048))
+    assert call_seconds(5.0, big, 16) == 0.005
     assert device_service_ms({}) is None and device_service_ms({"service_ms": 3}) == 3.0
+    assert emulated_expert({}, 32, 64) is None
+    assert emulated_expert({"emulate": 1}, 32, 64) == ExpertCost(32, 64)
+    assert emulated_expert({"emulate": 1, "cost_dim": 4096, "cost_hidden": 14336}, 8, 8) == big
 
     cls = MoEDevice.func_or_class  # type: ignore[attr-defined]  # the plain class, no cluster
     rng = np.random.default_rng(0)
-    w = ExpertWeights(
-        rng.standard_normal((64, 32), dtype=np.float32),
-        np.zeros(64, np.float32),
+    w = ExpertSlice(
+        rng.standard_normal((128, 32), dtype=np.float32),
         rng.standard_normal((32, 64), dtype=np.float32),
-        np.zeros(32, np.float32),
     )
     x = rng.standard_normal((16, 32), dtype=np.float32)
 
-    async def go(service_ms: float | None) -> float:
-        dev = cls("n", 0, service_ms, None, (32, 64))
+    async def go(service_ms: float | None, emulate: ExpertCost | None) -> float:
+        dev = cls("n", 0, service_ms, None, emulate)
         dev.hosted[(0, 0)] = w
         t0 = time.perf_counter()
         for _ in range(5):
             await dev(0, 0, x, [None])
         return (time.perf_counter() - t0) / 5
 
-    assert asyncio.run(go(None)) < 0.02  # ~66 us of model time (+ the event loop)
-    assert asyncio.run(go(30.0)) >= 0.03
+    assert asyncio.run(go(None, None)) < 0.02
+    assert asyncio.run(go(None, ExpertCost(4096, 14336))) >= 0.9 * big.seconds(16)
+    assert asyncio.run(go(30.0, None)) >= 0.03
 
 
 # ------------------------------------------------------------- the ideal ratios

@@ -254,7 +254,8 @@ def test_cli_bad_input_exits_2_without_traceback(
 def test_pure_modules_do_not_import_ray() -> None:
     code = (
         "import sys; from lyra_ray.moe_serving import model, popularity, planner, "
-        "eplb, packing, plan_io, experts, workload, setup, cli; "
+        "eplb, packing, plan_io, experts, workload, cli, hf_moe, popularity_map, "
+        "batch_regime; "
         "import "
         "benchmarks.moe.estimator_eval; "
         "assert 'ray' not in sys.modules, 'ray imported'"

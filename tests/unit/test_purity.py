@@ -29,6 +29,10 @@ PURE = [
     "lyra_ray.moe_serving.bottleneck",
     "lyra_ray.moe_serving.route_estimator",
     "lyra_ray.moe_serving.route_stream",
+    "lyra_ray.moe_serving.hf_moe",
+    "lyra_ray.moe_serving.popularity_map",
+    "lyra_ray.moe_serving.batch_regime",
+    "lyra_ray.moe_serving.engine_map",
     # the profiler's measuring side runs where only torch is (a bare GPU machine)
     "lyra_ray.profiling.meter",
     "lyra_ray.profiling.plan",

@@ -64,7 +64,7 @@ def test_model_knobs_are_checked_by_model() -> None:
         ({"model": "moe", "config": {"experts": 2.5}}, "'config.experts'.*integer"),
         ({"model": "moe", "config": {"slots": 0}}, "'config.slots'.*must be in"),
         ({"model": "moe", "config": {"top_k": 5, "experts": 4}}, "'config.top_k'"),
-        ({"model": "moe", "config": {"dim": 33}}, "'config.dim'.*even"),
+        ({"model": "moe", "config": {"dim": 33}}, "'config.dim'.*multiple of 4"),
         ({"model": "moe", "config": {"threshold": float("inf")}}, "'config.threshold'"),
         ({"model": "dense", "config": {"service_ms": True}}, "'config.service_ms'"),
     ]

@@ -54,9 +54,33 @@ def test_effective_units_follow_the_jobs_own_throughput_ratio() -> None:
     assert job_cost(s, "k80", 2, ThroughputModel(), "effective", "v100") == (EFFECTIVE, 0.5)
     assert job_cost(s, "v100", 2, ThroughputModel(), "gpus", "v100") == ("v100", 2.0)
     ts = parse_teams(
-        {"teams": {"a": {"quota_effective": 1}}, "users": {"alice": "a"}}, "t", {"v100": 2}
+        {"teams": {"a": {"quota_effective": 1}}, "users": {"alice": "a"}, "reference": "v100"},
+        "t",
+        {"v100": 2},
     )
     st = account(ts, {"v100": 2, "k80": 8}, [(s, "k80", 8.0)], ThroughputModel())
     assert st["a"].used == {EFFECTIVE: pytest.approx(2.0)}
     assert st["a"].borrowed == {EFFECTIVE: pytest.approx(1.0)}
-    assert st["a"].to_json()["unit"] == "effective"
+    assert st["a"].to_json()["unit"] == "effective" and st["a"].reference == "v100"
+    assert st["a"].notes == ()
+
+
+def test_default_reference_is_the_most_common_type_and_a_missing_rate_is_named() -> None:
+    """On 8 k80 beside 2 v100 the reference is the k80: a k80 counts 1, a v100 four (this
+    job's ratio). A job with no rate on the reference counts the type's factor, said so."""
+    s = spec("a1", "alice", 2)
+    ts = parse_teams({"teams": {"a": {"quota_effective": 1}}, "users": {"alice": "a"}}, "t")
+    st = account(ts, {"v100": 2, "k80": 8}, [(s, "v100", 2.0), (s, "k80", 1.0)], ThroughputModel())
+    assert st["a"].reference == "k80"
+    assert st["a"].used == {EFFECTIVE: pytest.approx(2 * 4.0 + 1.0)}
+    only_v100 = JobSpec("v", 1e6, 1, 1, user="alice", throughput={"v100": 1.0})
+    st = account(
+        ts,
+        {"v100": 2, "k80": 8},
+        [(only_v100, "v100", 1.0), (s, "k80", 1.0)],
+        ThroughputModel(),
+    )
+    # the v100's factor from the jobs that have both rates: spec a1's 4.0
+    assert st["a"].used == {EFFECTIVE: pytest.approx(4.0 + 1.0)}
+    (note,) = st["a"].notes
+    assert "'v'" in note and "no rate on k80" in note and "4 k80" in note

@@ -36,6 +36,7 @@ def test_lines_fit_80_columns(capsys: pytest.CaptureFixture[str]) -> None:
     lines = team_line(team).splitlines()
     assert len(lines) == 2 and all(len(ln) <= 80 for ln in lines), lines
     assert lines[1].endswith("more)")
-    assert amounts({"effective": 8.0}) == "8 v100-eq" and amounts(None) == "no limit"
+    assert amounts({"effective": 8.0}, reference="h200") == "8 h200-eq"
+    assert amounts(None) == "no limit"
     print_teams([{"name": "default", "guarantee": None, "used": {}, "borrowed": {}, "lent": {}}])
     assert capsys.readouterr().out == ""  # only the unlimited default: no table

@@ -9,7 +9,7 @@ from lyra_ray.model.teams import parse_teams
 from lyra_ray.policies.base import get_policy
 from lyra_ray.policies.teams import TeamPolicy
 from lyra_ray.policies.teams.admission import QUOTA, admit
-from lyra_ray.policies.teams.policy import spare_inference
+from lyra_ray.policies.teams.pinned import spare_inference
 from tests.unit.teams_helpers import catalogue, cluster, job
 
 TEAMS = parse_teams(
@@ -105,7 +105,11 @@ def test_spare_inference_servers_go_to_elastic_jobs_and_no_quota() -> None:
 def test_effective_quota_counts_a_slow_gpu_for_less() -> None:
     """A K80 is worth half a V100 to these jobs: 4 V100-eq admit 8 K80 workers."""
     ts = parse_teams(
-        {"teams": {"a": {"quota_effective": 4, "borrow_limit": 0}}, "users": {"alice": "a"}},
+        {
+            "teams": {"a": {"quota_effective": 4, "borrow_limit": 0}},
+            "users": {"alice": "a"},
+            "reference": "v100",
+        },
         "t",
         {"v100": 2, "k80": 8},
     )
@@ -119,7 +123,7 @@ def test_policy_waits_and_pins() -> None:
     pol = TeamPolicy(get_policy("fifo_nonpreemptive"), TEAMS)
     jobs = [*a_borrowing(), job("b1", "bob", 2, arrival=50.0), job("b2", "bob", 2, arrival=60.0)]
     out = pol.allocate(cluster(jobs))
-    assert "ra2" not in out.workers and out.waiting["ra2"][0] == QUOTA
+    assert "ra2" not in out.workers and pol.waiting(cluster(jobs), out)["ra2"][0] == QUOTA
     # with K80s no guarantee covers, ra2 moves there instead of waiting
     out = pol.allocate(cluster(jobs, k80=4))
     assert out.workers["ra2"] == ("k80", 2) and out.workers["b1"] == ("v100", 2)

@@ -19,9 +19,9 @@ from lyra_ray.policies.base import get_policy
 from lyra_ray.policies.teams import with_teams
 from lyra_ray.runtime.auth import Identity, Users
 from lyra_ray.runtime.store import StateStore
-from lyra_ray.runtime.team_live import live_team_policy
-from lyra_ray.runtime.team_registry import TeamRegistry
-from lyra_ray.runtime.team_store import TeamStore
+from lyra_ray.runtime.teams.policy import live_team_policy
+from lyra_ray.runtime.teams.registry import TeamRegistry
+from lyra_ray.runtime.teams.store import TeamStore
 from tests.unit.teams_helpers import cluster, job
 
 GPUS = {"v100": 4, "k80": 4}
@@ -35,6 +35,7 @@ class Env:
         self.admin = self.users.add("root", True, None)["token"]
         self.bob = self.users.add("bob", False, self.admin)["token"]
         self.job_teams: dict[str, str] = {}
+        self.active: list[JobSpec] = []
         self.reg = self.registry()
 
     def registry(self) -> TeamRegistry:
@@ -44,6 +45,7 @@ class Env:
             lambda: dict(GPUS),
             catalogue_throughputs(),
             self.job_teams.get,
+            lambda: list(self.active),
         )
 
 
@@ -199,3 +201,54 @@ def test_live_policy_is_the_simulators_wrapper(env: Env) -> None:
     assert got.workers["a1"] == ("v100", 2) and got.workers["b1"] == ("v100", 2)  # a1 shrank
     standing = {s.name: s for s in env.reg.standings(snap)}
     assert standing["a"].borrowed == {"v100": 2.0} and standing["b"].lent == {"v100": 2.0}
+
+
+def test_the_reference_type_is_a_setting_kept_with_the_teams(env: Env) -> None:
+    env.reg.add("a", {"quota_effective": 2}, env.admin)
+    got = env.reg.settings()
+    assert got["reference"] == "auto" and got["reference_in_force"] == "k80"  # 4 = 4: a-z
+    assert env.reg.set_reference("v100", env.admin)["reference_in_force"] == "v100"
+    again = env.registry()  # a restarted scheduler reads it back
+    assert again.set.reference == "v100" and again.settings()["reference"] == "v100"
+    with pytest.raises(InputError, match=r"field 'reference'.*'a100' is not in the cluster"):
+        env.reg.set_reference("a100", env.admin)
+    with pytest.raises(AuthError):
+        env.reg.set_reference("k80", env.bob)
+    assert env.reg.set_reference("auto", env.admin)["reference"] == "auto"
+    snap = cluster([job("a1", "bob", 1, running=1)], v100=4, k80=4)
+    env.job_teams["a1"] = "a"
+    (a,) = [s for s in env.reg.standings(snap) if s.name == "a"]
+    assert a.reference == "k80"
+
+
+def test_the_configs_reference_and_enforcement_reach_the_policy(env: Env) -> None:
+    raw = {"teams": {"a": {"quota_effective": 2}}, "reference": "v100", "enforce": "pin"}
+    env.reg.apply_config(raw)
+    snap = cluster([], v100=4, k80=4)
+    live = env.reg.for_snapshot(snap)
+    assert (live.reference, live.enforce) == ("v100", "pin")
+    assert env.registry().set.reference == "v100"  # kept across a restart
+
+
+def test_effective_guarantees_are_checked_against_the_capacity_in_reference_units(
+    env: Env,
+) -> None:
+    """Reference k80 (the most common type, by name among equals); the queued and
+    running jobs run twice as fast on a v100, so the cluster holds 4 x 2 + 4 = 12."""
+    env.active.append(JobSpec("q", 10.0, 1, 1, user="bob", throughput={"v100": 2.0, "k80": 1.0}))
+    env.reg.add("a", {"quota_effective": 8}, env.admin)
+    with pytest.raises(InputError, match=r"effective quotas sum to 13; the cluster holds 12"):
+        env.reg.add("b", {"quota_effective": 5}, env.admin)
+    assert set(env.reg.set.teams) == {"a", "default"}  # nothing written
+    env.reg.add("b", {"quota_effective": 4}, env.admin)
+
+
+def test_a_node_leaving_reports_an_oversubscribed_cluster(env: Env) -> None:
+    env.reg.add("a", {"quota": "v100=2"}, env.admin)
+    env.reg.add("b", {"quota": "v100=2"}, env.admin)
+    assert env.reg.check_capacity(cluster([], v100=4)) is None
+    why = env.reg.check_capacity(cluster([], v100=3))  # a V100 server left
+    assert why == "quotas of v100 sum to 4 GPUs; the cluster has 3"
+    assert env.reg.settings()["oversubscribed"] == why
+    assert env.reg.check_capacity(cluster([], v100=4)) is None
+    assert env.reg.settings()["oversubscribed"] is None

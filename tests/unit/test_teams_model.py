@@ -59,7 +59,10 @@ def test_effective_quota_is_in_v100_equivalents() -> None:
         ({"teams": {"a": {"quota": "v100=2", "colour": 1}}}, "teams.a.colour"),
         ({"teams": {"a": {"quota": "v100=2"}}, "users": {"bob": "z"}}, "users.bob"),
         ({"teams": {"a": {"quota": "v100=2"}}, "jobs": {"j1": "z"}}, "jobs.j1"),
-        ({"teams": {"a": {"quota_effective": 2, "lend_limit": 1}}}, "teams.a.lend_limit"),
+        ({"teams": {"a": {"quota": "v100=2", "lend_limit": math.inf}}}, "teams.a.lend_limit"),
+        ({"teams": {"a": {"quota": "v100=2"}}, "reference": "a100"}, "reference"),
+        ({"teams": {"a": {"quota": "v100=2"}}, "reference": 7}, "reference"),
+        ({"teams": {"a": {"quota": "v100=2"}}, "enforce": "outside"}, "enforce"),
         ({"teams": {}}, "teams"),
         ({"teams": {"a": {"quota": "v100=6"}, "b": {"quota": "v100=4"}}}, "teams"),  # 10 > 8
         ({"teams": {"a": {"quota": "v100=2"}, "b": {"quota_effective": 2}}}, "teams"),
@@ -80,3 +83,28 @@ def test_load_teams_reads_yaml_and_names_the_file(tmp_path: Path) -> None:
     p.write_text("teams: [1, 2\n")
     with pytest.raises(InputError, match=r"teams\.yaml"):
         load_teams(str(p), CLUSTER)
+
+
+def test_the_reference_type_is_a_setting_and_defaults_to_the_most_common_type() -> None:
+    ts = parse_teams({"teams": {"a": {"quota_effective": 2}}}, "t.yaml", CLUSTER)
+    assert ts.reference is None and ts.reference_for(CLUSTER) == "k80"  # 16 k80 > 8 v100
+    assert ts.reference_for({"h200": 8, "a100": 8}) == "a100"  # a tie: alphabetical
+    ts = parse_teams({"teams": {"a": {"quota_effective": 2}}, "reference": "V100"}, "t", CLUSTER)
+    assert ts.reference == "v100" and ts.reference_for({"h200": 8}) == "v100"
+    auto = parse_teams({"teams": {"a": {"quota_effective": 2}}, "reference": "auto"}, "t")
+    assert auto.reference is None
+
+
+def test_effective_lend_limits_and_guarantees_checked_against_reference_capacity() -> None:
+    raw = {"teams": {"a": {"quota_effective": 6, "lend_limit": 2}, "b": {"quota_effective": 6}}}
+    ts = parse_teams(raw, "t.yaml", CLUSTER)  # without the capacity in reference units
+    assert ts.teams["a"].lend_limit == 2.0
+    with pytest.raises(InputError, match=r"field 'teams': effective quotas sum to 12; "):
+        parse_teams(raw, "t.yaml", CLUSTER, effective_capacity=11.5)
+    assert parse_teams(raw, "t.yaml", CLUSTER, effective_capacity=12.0).unit == "effective"
+
+
+def test_enforcement_is_inside_unless_pin_is_asked_for() -> None:
+    assert parse_teams({"teams": {"a": {"quota": "v100=1"}}}, "t").enforce == "inside"
+    ts = parse_teams({"teams": {"a": {"quota": "v100=1"}}, "enforce": "pin"}, "t")
+    assert ts.enforce == "pin"

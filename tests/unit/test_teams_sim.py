@@ -43,3 +43,17 @@ def test_bad_teams_file_names_the_flag_and_the_field(tmp_path: Path) -> None:
     p.write_text("teams:\n  a: {quota: 'a100=4'}\n")
     with pytest.raises(InputError, match=r"^--teams: .*field 'teams.a.quota'.*a100"):
         run(str(p))
+
+
+def test_effective_guarantees_beyond_the_traces_capacity_in_reference_units(
+    tmp_path: Path,
+) -> None:
+    """v100=8,p100=8,k80=16: the reference is the k80 (the most common type); the demo's
+    catalogue jobs run several times faster on the others: the cluster holds about 68
+    k80s' worth of them, so 60 fits and 1,000 does not."""
+    p = tmp_path / "teams.yaml"
+    p.write_text("teams:\n  a: {quota_effective: 1000}\n")
+    with pytest.raises(InputError, match=r"^--teams: .*field 'teams': effective quotas sum"):
+        run(str(p))
+    p.write_text("teams:\n  a: {quota_effective: 30, lend_limit: 8}\n  b: {quota_effective: 30}\n")
+    assert all(j["status"] == "finished" for j in run(str(p)))

@@ -67,3 +67,25 @@ def test_the_codes_are_the_documented_ones() -> None:
     doc = (Path(__file__).resolve().parents[2] / "docs" / "runtime.md").read_text()
     for code in (*CODES, "submitted"):
         assert f"`{code}`" in doc, code
+
+
+def test_a_teams_quota_reason_is_derived_when_asked_not_carried_in_the_answer() -> None:
+    """The core asks the policy (``Policy.waiting``) only when reasons are read: the
+    teams wrapper's ``quota`` reasons never ride in the committed allocation."""
+    from lyra_ray import model as m
+    from lyra_ray.model.teams import parse_teams
+    from lyra_ray.policies.teams import with_teams
+    from lyra_ray.scheduling.core import SchedulerCore
+
+    teams = parse_teams(
+        {"teams": {"a": {"quota": "v100=1", "borrow_limit": 0}}, "users": {"alice": "a"}}, "t"
+    )
+    specs = [
+        JobSpec(f"j{i}", 1e6, 1, 1, user="alice", throughput={"v100": 1.0}) for i in range(3)
+    ]
+    core = SchedulerCore(with_teams(get_policy("fifo_nonpreemptive"), teams), SpecThroughputs())
+    core.step(0.0, [m.NodeUp(Node("v0", "v100", 4))] + [m.JobSubmitted(s.name, s) for s in specs])
+    assert not core.decider.allocation.waiting
+    got = {core.jobs[j].spec.name: r for j, r in core.wait_reasons().items()}
+    assert sorted(got) == ["j1", "j2"] and {r.code for r in got.values()} == {"quota"}
+    assert "team a's quota" in got["j1"].message and "limit 0" in got["j1"].message

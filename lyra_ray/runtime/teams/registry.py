@@ -7,7 +7,17 @@ Every change is checked by the pure :func:`lyra_ray.model.teams.parse_teams` on 
 whole set as it would be (one parser for the ``lyra:`` config, ``lyra simulate --teams``
 and these calls), against the cluster's GPUs, *before* anything is written: a refused
 call names the field and changes nothing. Writes go to
-:class:`~lyra_ray.runtime.team_store.TeamStore` (restart-safe).
+:class:`~lyra_ray.runtime.teams.store.TeamStore` (restart-safe), and so do the two
+settings of the whole set: the reference type of effective quotas (``lyra team
+reference``; default: the cluster's most common training type) and how quotas are
+enforced (``enforce``: ``inside`` the policy, or ``pin``, the path before issue #42).
+
+Guarantees are checked against the cluster wherever they come from: ``lyra team
+add|set`` refuses a set the cluster cannot hold (GPUs by type; effective quotas against
+the cluster's capacity in reference units for the queued and running jobs); the
+``lyra:`` config, read before the scheduler knows its nodes, and a node that leaves are
+checked every few seconds by :meth:`TeamRegistry.check_capacity`, which logs an
+oversubscribed cluster and shows it in ``lyra status``.
 
 Rules. Management is for admins (a scheduler with no user runs open, as for users).
 ``default`` (no limit) always exists and cannot be removed or limited. A user with no
@@ -19,6 +29,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import logging
 import math
 import re
 import threading
@@ -27,16 +38,25 @@ from typing import Any
 
 from lyra_ray.model import ClusterSnapshot, JobSpec
 from lyra_ray.model.errors import InputError
-from lyra_ray.model.team_accounting import TeamStanding, job_cost
-from lyra_ray.model.teams import DEFAULT_TEAM, TeamSet, parse_teams
+from lyra_ray.model.team_accounting import (
+    TeamStanding,
+    effective_capacity,
+    job_cost,
+    reference_factors,
+)
+from lyra_ray.model.teams import AUTO, DEFAULT_TEAM, TeamSet, parse_reference, parse_teams
 from lyra_ray.model.types import ThroughputModel
 from lyra_ray.runtime.auth import Identity, Users
-from lyra_ray.runtime.team_live import LiveTeamSet, standings
-from lyra_ray.runtime.team_store import TeamStore
+from lyra_ray.runtime.teams.sets import LiveTeamSet, oversubscribed, standings
+from lyra_ray.runtime.teams.store import TeamStore
+
+log = logging.getLogger(__name__)
 
 _NAME = re.compile(r"[a-z][a-z0-9_-]{0,31}")
 SETTINGS = ("quota", "quota_effective", "weight", "borrow_limit", "lend_limit", "preemptible")
 CONFIG_KEY = "config_applied"
+REFERENCE_KEY = "reference"
+ENFORCE_KEY = "enforce"
 
 
 def check_team_name(name: Any, field: str = "name") -> str:
@@ -56,21 +76,44 @@ class TeamRegistry:
         gpus: Callable[[], dict[str, int]],
         throughputs: ThroughputModel,
         job_team: Callable[[str], str | None],
+        active: Callable[[], list[JobSpec]] | None = None,
     ) -> None:
         """``gpus()``: the training pool's GPUs per type; ``job_team(id)``: the team a
-        job was submitted under (its metadata), None for a job from before teams."""
+        job was submitted under (its metadata), None for a job from before teams;
+        ``active()``: the specs of the queued and running jobs (effective quotas are
+        checked against the cluster's capacity in reference units for them)."""
         self.store, self.users, self.gpus = store, users, gpus
         self.throughputs, self.job_team = throughputs, job_team
+        self.active = active or list
         self._lock = threading.Lock()
         self.set: TeamSet = self._load()
+        self.warning: str | None = None
+        """Why the guarantees do not fit the cluster now (:meth:`check_capacity`)."""
 
     def _load(self) -> TeamSet:
         teams = self.store.teams()
         members = {u: t for u, t in self.store.members().items() if t in teams}
-        return parse_teams({"teams": teams, "users": members}, "the stored teams")
+        raw = {
+            "teams": teams,
+            "users": members,
+            "reference": self.store.get(REFERENCE_KEY) or None,
+            "enforce": self.store.get(ENFORCE_KEY) or "inside",
+        }
+        return parse_teams(raw, "the stored teams")
 
     def _check(self, teams: Mapping[str, Mapping[str, Any]], source: str) -> TeamSet:
-        return parse_teams({"teams": dict(teams)}, source, self.gpus())
+        gpus = self.gpus()
+        raw = {"teams": dict(teams), "reference": self.set.reference}
+        candidate = parse_teams(raw, source)
+        eff = self.effective_capacity(candidate, gpus) if candidate.unit == "effective" else None
+        return parse_teams(raw, source, gpus, eff)
+
+    def effective_capacity(self, teams: TeamSet, gpus: Mapping[str, int]) -> float:
+        """The cluster's capacity in reference units for the queued and running jobs
+        (the capacity rule of :mod:`lyra_ray.model.team_accounting`)."""
+        ref = teams.reference_for(gpus)
+        f = reference_factors(self.active(), gpus, self.throughputs, ref)
+        return effective_capacity(gpus, f)
 
     # ------------------------------------------------------------------ config
 
@@ -91,8 +134,50 @@ class TeamRegistry:
         }
         with self._lock:
             self.store.put_teams(bodies, parsed.users)
+            self.store.put(REFERENCE_KEY, parsed.reference or "")
+            self.store.put(ENFORCE_KEY, parsed.enforce)
             self.store.put(CONFIG_KEY, blob)
             self.set = self._load()
+
+    def set_reference(self, raw: Any, auth: str | None) -> dict[str, Any]:
+        """``lyra team reference TYPE|auto``: the reference type of effective quotas, a
+        type the cluster has (``auto``: its most common training type). The guarantees
+        are checked again in the new unit before anything is written."""
+        self.users.require_admin(auth, "changing the reference type")
+        ref = parse_reference(raw, "team reference", self.gpus())
+        with self._lock:
+            old = self.set.reference
+            self.set = dataclasses.replace(self.set, reference=ref)
+            try:
+                self._check(self.store.teams(), "team reference")
+            except InputError:
+                self.set = dataclasses.replace(self.set, reference=old)
+                raise
+            self.store.put(REFERENCE_KEY, ref or "")
+            self.set = self._load()
+        return self.settings()
+
+    def settings(self) -> dict[str, Any]:
+        """The set's own settings: the reference type (as set, and the one in force)."""
+        return {
+            "reference": self.set.reference or AUTO,
+            "reference_in_force": self.set.reference_for(self.gpus()),
+            "enforce": self.set.enforce,
+            "oversubscribed": self.warning,
+        }
+
+    def check_capacity(self, snap: ClusterSnapshot) -> str | None:
+        """The guarantees against the cluster as it is (nodes may have left since they
+        were set; the config's were never checked against nodes): logged when the
+        answer changes, kept for ``lyra status``."""
+        why = oversubscribed(snap, self.set) if self.set.any_limited else None
+        if why != self.warning:
+            if why is not None:
+                log.warning("teams' guarantees do not fit the cluster: %s", why)
+            else:
+                log.info("teams' guarantees fit the cluster again")
+            self.warning = why
+        return why
 
     # ------------------------------------------------------------------ admin operations
 
@@ -231,15 +316,20 @@ class TeamRegistry:
             return
         borrow = math.inf if t.borrow_limit is None else t.borrow_limit
         best: tuple[float, str, float] | None = None
-        for g, have in sorted(self.gpus().items()):
+        gpus = self.gpus()
+        ref = self.set.reference_for(gpus)
+        f = (
+            reference_factors([*self.active(), spec], gpus, self.throughputs, ref)
+            if t.unit == "effective"
+            else None
+        )
+        for g, have in sorted(gpus.items()):
             if (
                 have < spec.min_workers
                 or self.throughputs.throughput(spec, g, spec.min_workers) <= 0
             ):
                 continue
-            key, need = job_cost(
-                spec, g, spec.min_workers, self.throughputs, t.unit, self.set.reference
-            )
+            key, need = job_cost(spec, g, spec.min_workers, self.throughputs, t.unit, ref, f)
             ever = t.guarantee().get(key, 0.0) + borrow
             if need <= ever + 1e-9:
                 return
@@ -261,7 +351,14 @@ class TeamRegistry:
                 team = self.job_team(j.id)
                 if team is not None:
                     by_spec[id(j.spec)] = team
-        return LiveTeamSet(s.teams, s.users, {}, s.reference, by_spec)
+        return LiveTeamSet(
+            teams=s.teams,
+            users=s.users,
+            jobs=s.jobs,  # the set's own objects: the policy keeps its per-job teams while
+            reference=s.reference,  # they stay the same (TeamPolicy._team_map)
+            enforce=s.enforce,
+            by_spec=by_spec,
+        )
 
     def standings(self, snap: ClusterSnapshot) -> list[TeamStanding]:
         """Each team's guarantee, use, borrowed and lent capacity (running jobs only are
@@ -272,7 +369,10 @@ class TeamRegistry:
             for j in snap.jobs
             if j.current is not None and (t := self.job_team(j.id)) is not None
         }
-        return standings(snap, LiveTeamSet(s.teams, s.users, {}, s.reference, by_spec))
+        live = LiveTeamSet(
+            teams=s.teams, users=s.users, reference=s.reference, enforce=s.enforce, by_spec=by_spec
+        )
+        return standings(snap, live)
 
 
 def _body(raw: Any) -> dict[str, Any]:

@@ -1,5 +1,5 @@
-"""The scheduler actor's team calls: ``lyra team add|set|remove|list``, ``lyra user add
---team``, ``lyra user move``.
+"""The scheduler actor's team calls: ``lyra team add|set|remove|list|reference``, ``lyra
+user add --team``, ``lyra user move``.
 
 Each answers ``{"ok": True, ...}`` or ``{"ok": False, "error": <one line naming the
 field>}`` like the user calls, and a refused call changes nothing. Removing a team with
@@ -16,7 +16,7 @@ from lyra_ray.model.errors import InputError
 from lyra_ray.model.teams import DEFAULT_TEAM
 from lyra_ray.runtime.auth import Users
 from lyra_ray.runtime.desk import JobDesk
-from lyra_ray.runtime.team_registry import TeamRegistry
+from lyra_ray.runtime.teams.registry import TeamRegistry
 
 
 class TeamDesk:
@@ -64,6 +64,18 @@ class TeamDesk:
 
     def list(self, auth: str | None) -> list[dict[str, Any]]:
         return self.registry.all(auth)
+
+    def reference(self, reference: str | None, auth: str | None) -> dict[str, Any]:
+        """The reference type of effective quotas: shown (``None``), or set (admins)."""
+        try:
+            if reference is None:
+                self.users.identify(auth)
+                return {"ok": True, **self.registry.settings()}
+            out = self.registry.set_reference(reference, auth)
+        except InputError as e:
+            return {"ok": False, "error": str(e)}
+        self.wake.set()
+        return {"ok": True, **out}
 
     def user_add(
         self, name: str, admin: bool, team: str | None, auth: str | None
