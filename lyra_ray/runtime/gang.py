@@ -45,7 +45,7 @@ from lyra_ray.runtime.run_outcome import code_failure, crash_line
 from lyra_ray.runtime.run_request import RunRequest, run_name
 from lyra_ray.train.backend import resolve_backend
 from lyra_ray.train.step_loop import RESUME_KEY
-from lyra_ray.train.storage import join, newest_checkpoint, read_step
+from lyra_ray.train.storage import join, last_reported, newest_checkpoint, read_step
 
 log = logging.getLogger(__name__)
 
@@ -210,6 +210,12 @@ class Gang:
         config.update(total_steps=req.total_steps, lyra_job_id=req.job_id, lyra_generation=gen)
         if resume is not None:
             config[RESUME_KEY] = resume[0]
+        # ray.train.get_checkpoint(): the checkpoint the loop reported last, whatever it
+        # holds, as Ray Train hands a rerun of the same name; lyra's step hint rides in
+        # the config (StepLoop.restore takes the better of the two)
+        handed = last_reported(join(req.storage_path, run_name(req.job_id)))
+        if handed is None and resume is not None:
+            handed = resume[0]
         ranks = gang_plan.ranks([(m.key, m.node, m.rank) for m in workers])
         order = sorted(workers, key=lambda m: ranks[m.key].rank)
         try:
@@ -235,7 +241,7 @@ class Gang:
                     "config": config,
                     "run_name": run_name(req.job_id),
                     "storage_path": req.storage_path,
-                    "resume": resume[0] if resume else None,
+                    "resume": handed,
                     "timeout_s": self.settings.pg_timeout_s,
                 }
                 refs[m.actor.run.remote(spec)] = m

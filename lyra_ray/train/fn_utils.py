@@ -11,7 +11,10 @@ own local mode runs a loop without a controller. :class:`LyraTrainFnUtils` is th
 object for a lyra run: the context (ranks, world size, the run's name), checkpoints
 persisted where Ray Train would put them (``<storage>/<run name>/<dir name>``, so
 :func:`lyra_ray.train.step_loop.latest_checkpoint` and a restarted scheduler find them
-as before), and collectives over the run's own process group.
+as before), the checkpoint reported last handed to the next generation's
+``get_checkpoint()`` as Ray Train hands it to a rerun of the same name (recorded beside
+the checkpoints, :func:`lyra_ray.train.storage.write_last_reported`), and collectives
+over the run's own process group.
 
 ``is_distributed()`` is False on purpose: Ray Train's ``get_device`` then asks torch
 for the current CUDA device, which the worker has set to its own GPU
@@ -30,7 +33,7 @@ from ray.train import Checkpoint
 from ray.train.v2._internal.execution.train_fn_utils import TrainFnUtils, set_train_fn_utils
 from ray.train.v2.api.context import LocalTrainContext
 
-from lyra_ray.train.storage import filesystem, join, persist_dir
+from lyra_ray.train.storage import filesystem, join, persist_dir, write_last_reported
 
 log = logging.getLogger(__name__)
 
@@ -96,9 +99,12 @@ class LyraTrainFnUtils(TrainFnUtils):
             persisted = checkpoint_upload_fn(checkpoint, name)
             self.persisted = None  # the user's upload: only a rescan knows where
         else:
-            dest = join(join(self.run.storage_path, self.run.experiment_name), name)
+            run_dir = join(self.run.storage_path, self.run.experiment_name)
+            dest = join(run_dir, name)
             with checkpoint.as_directory() as local:
                 persist_dir(local, dest)
+            # the next generation's get_checkpoint() is this one, as under Ray Train
+            write_last_reported(run_dir, dest, self.run.world_rank)
             fs, inner = filesystem(dest)
             persisted = Checkpoint(inner, filesystem=fs)
             self.persisted = dest

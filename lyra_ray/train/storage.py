@@ -14,6 +14,8 @@ import os
 from typing import Any
 
 STATE_FILE = "lyra_state.json"
+LAST_REPORTED_FILE = "lyra_last_reported.json"
+"""In a run directory: which checkpoint the job's loop reported last (warm workers)."""
 
 
 def filesystem(path: str | os.PathLike[str]) -> tuple[Any, str]:
@@ -93,3 +95,40 @@ def persist_dir(local_dir: str | os.PathLike[str], dest: str) -> str:
             while chunk := src.read(8 << 20):
                 out.write(chunk)
     return dest
+
+
+def write_last_reported(run_dir: str | os.PathLike[str], dest: str, writer: int = 0) -> None:
+    """Record ``dest`` as the checkpoint a job's loop reported last (:data:`LAST_REPORTED_FILE`).
+
+    WHY: Ray Train hands a new run of the same name the checkpoint reported last
+    (``ray.train.get_checkpoint()``; its checkpoint manager keeps that in a snapshot file
+    in the run directory), whatever its contents, so a loop that restores its own
+    checkpoints finds them. Warm workers keep that rule across their generations,
+    across a restarted gang too: the record lives beside the checkpoints. Written whole
+    to a side file and moved into place (``writer``: the rank, so two ranks never share
+    the side file)."""
+    fs, inner = filesystem(run_dir)
+    target = f"{inner.rstrip('/')}/{LAST_REPORTED_FILE}"
+    side = f"{target}.{writer}.tmp"
+    with fs.open_output_stream(side) as out:
+        out.write(json.dumps({"path": dest}).encode())
+    fs.move(side, target)
+
+
+def last_reported(run_dir: str | os.PathLike[str]) -> str | None:
+    """The checkpoint :func:`write_last_reported` recorded for ``run_dir``, named as it
+    was written (a path or a URI); None if none, unreadable, or no longer there."""
+    import pyarrow.fs as pafs
+
+    fs, inner = filesystem(run_dir)
+    try:
+        with fs.open_input_stream(f"{inner.rstrip('/')}/{LAST_REPORTED_FILE}") as f:
+            path = json.loads(f.read())["path"]
+        if not isinstance(path, str):
+            return None
+        pfs, pinner = filesystem(path)
+        if pfs.get_file_info(pinner).type != pafs.FileType.Directory:
+            return None
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+    return path

@@ -126,3 +126,39 @@ def test_the_example_jobs_extra_state_comes_back_exactly(tmp_path: Path) -> None
     install(LyraTrainFnUtils(ctx(store)))
     train_loop({"total_steps": 9, "state_mb": 0.01, RESUME_KEY: found[0]})
     assert latest_checkpoint(store / "lyra-j1") == (str(store / "lyra-j1" / "step_000000009"), 9)
+
+
+def test_the_checkpoint_reported_last_is_recorded_for_the_next_generation(tmp_path: Path) -> None:
+    """Ray Train hands a rerun of the same name the checkpoint reported last, whatever it
+    holds (a user's own files, no lyra marker); warm workers read the record this writes
+    (``lyra_ray.runtime.gang``) and hand the same to the next generation."""
+    from lyra_ray.train.storage import LAST_REPORTED_FILE, last_reported
+
+    run_dir = tmp_path / "store" / "lyra-j1"
+    assert last_reported(run_dir) is None  # nothing reported yet
+    install(LyraTrainFnUtils(ctx(tmp_path / "store")))
+    src = tmp_path / "src"
+    src.mkdir()
+    (src / STATE_FILE).write_text(json.dumps({"step": 4}))
+    ray.train.report({"step": 4}, checkpoint=ray.train.Checkpoint.from_directory(str(src)),
+                     checkpoint_dir_name="step_000000004")  # fmt: skip
+    assert last_reported(run_dir) == str(run_dir / "step_000000004")
+    own = tmp_path / "own"
+    own.mkdir()
+    (own / "mine.json").write_text('{"epoch": 3}')  # the user's format: no step marker
+    ray.train.report({"epoch": 3}, checkpoint=ray.train.Checkpoint.from_directory(str(own)))
+    handed = last_reported(run_dir)
+    assert handed is not None and (Path(handed) / "mine.json").read_text() == '{"epoch": 3}'
+    assert latest_checkpoint(run_dir) == (str(run_dir / "step_000000004"), 4)  # lyra's hint
+    # the next generation: get_checkpoint() is the user's, StepLoop still resumes at 4
+    install(LyraTrainFnUtils(ctx(tmp_path / "store"), ray.train.Checkpoint(handed)))
+    got = ray.train.get_checkpoint()
+    assert got is not None and Path(got.path) == Path(handed)
+    # a record naming a checkpoint that is gone, or unreadable, names nothing
+    import shutil
+
+    shutil.rmtree(handed)
+    assert last_reported(run_dir) is None
+    (run_dir / LAST_REPORTED_FILE).write_text("{not json")
+    assert last_reported(run_dir) is None
+    assert not list(run_dir.glob("*.tmp"))  # the side file was moved into place
