@@ -350,12 +350,15 @@ class Gang:
                     return "crashed", steps0, f"Train worker rank {m.rank} failed: {r['error']}"
                 results[m.rank or 0] = r
         first = results.get(0, {})
-        steps = float((first.get("metrics") or {}).get("step", steps0))
+        step = (first.get("metrics") or {}).get("step")
         where = first.get("checkpoint")
         if where:  # rank 0's last checkpoint, named as the storage is (a path or a URI)
-            step = (first.get("metrics") or {}).get("step")
             step = int(step) if step is not None else read_step(where)
             self.latest = (where, step) if step is not None else None
+        if step is None:  # the loop reported last without StepLoop's step (its own report)
+            found = self._resume(req)
+            step = found[1] if found else None
+        steps = float(step) if step is not None else steps0
         outcome = "completed" if steps >= req.total_steps else "stopped"
         self._after(gen, outcome, results)
         return outcome, steps, ""

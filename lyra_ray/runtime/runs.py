@@ -103,7 +103,11 @@ class TrainRun:
                 ),
             )
             result = trainer.fit()
-            steps = float((result.metrics or {}).get("step", steps))
+            step = (result.metrics or {}).get("step")
+            if step is None:  # the loop reported last without StepLoop's step (its own)
+                found = latest_checkpoint(os.path.join(req.storage_path, run_name(req.job_id)))
+                step = found[1] if found else None
+            steps = float(step) if step is not None else steps
             outcome = "completed" if steps >= req.total_steps else "stopped"
             message = ""
         except Exception as e:  # the user's loop failed, a worker died, or a stop tore it down
