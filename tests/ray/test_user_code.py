@@ -6,6 +6,11 @@
   workers run in the user's directory. Its entrypoint is ``def train(*args, **kwargs)``
   (a decorator without ``functools.wraps`` around the example loop), which Ray Train
   calls with its config (#42, item 2): lyra calls it the same way.
+* A loop written against Ray Train's own API (its context's world size and rank, a gloo
+  all-reduce, its own checkpoint through ``report`` and ``get_checkpoint``) runs through
+  a shrink and a grow on the default executor (warm workers) and on ``ray_train`` (a
+  real Ray Train worker group per generation: the live end-to-end check of that path),
+  and sees the same on both.
 * User modules that raise, exit or hang at import are refused at submit with a clear
   error; the import runs in a short-lived task, never in the scheduler, which stays up
   with its state unchanged.
@@ -255,7 +260,8 @@ def train_loop(config):
 def executor_client(request: Any, client: Any, live: LiveCluster) -> Iterator[Any]:
     """The module's scheduler (the default executor, ``warm``), or one on the
     ``ray_train`` executor (a Ray Train worker group per generation) in its place, with
-    its own state and checkpoints; the module's comes back afterwards."""
+    its own state and checkpoints; afterwards the module's configuration comes back on
+    a fresh state (the module's last tests check that it never restarted)."""
     from tests.ray.live_helpers import replace_scheduler
 
     if request.param == "warm":
@@ -274,8 +280,15 @@ def executor_client(request: Any, client: Any, live: LiveCluster) -> Iterator[An
             state_dir=str(wd / "state-ray-train"),
             storage_path=str(wd / "ckpt-ray-train"),
         )
-    finally:
-        replace_scheduler(live, policy, token="", round_s=3600.0, entrypoint_check_s=15.0)
+    finally:  # a fresh state: the tests after this one check the scheduler never restarted
+        replace_scheduler(
+            live,
+            policy,
+            token="",
+            round_s=3600.0,
+            entrypoint_check_s=15.0,
+            state_dir=str(wd / "state-after-ray-train"),
+        )
 
 
 def test_ray_train_api_in_user_code_across_a_shrink_and_a_grow(
