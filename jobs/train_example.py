@@ -12,7 +12,10 @@ stand in for a bigger model, so that a job lives long enough to be preempted),
 ``work_per_step_s`` (0: seconds of one step's work on one worker, divided among the
 workers, so that the job speeds up with more of them as ``scaling: linear`` says),
 ``step_log`` (a file rank 0 appends "generation step" lines to: lets tests prove that
-no step was lost or repeated across preemptions).
+no step was lost or repeated across preemptions), ``state_mb`` (0: megabytes of extra
+state the job carries in its checkpoints, a buffer each step touches and every restore
+must bring back intact: stands in for a big model's weights where a resize's checkpoint
+and restore are measured, ``benchmarks/resize_phases.py``).
 """
 
 from __future__ import annotations
@@ -51,10 +54,18 @@ def train_loop(config: dict[str, Any]) -> None:
     loop = StepLoop(config)
     model = make_model(int(config.get("hidden", 32)))
     opt = torch.optim.SGD(model.parameters(), lr=float(config.get("lr", 0.01)))
+    # extra state: 4-byte floats, one per step slot; step s adds 1 at s % n, so a resumed
+    # run sees its exact history or fails loudly
+    extra = torch.zeros(int(float(config.get("state_mb", 0)) * 2**20) // 4)
     state = loop.restore()
     if state is not None:
         model.load_state_dict(state["model"])
         opt.load_state_dict(state["opt"])
+        if extra.numel():
+            extra = state["extra"]
+            counted = float(extra.sum())
+            if counted != float(loop.step):
+                raise RuntimeError(f"restored state counts {counted} steps, not {loop.step}")
     net: nn.Module = model
     if loop.world > 1 and dist.is_available() and dist.is_initialized():
         net = nn.parallel.DistributedDataParallel(model)
@@ -66,7 +77,14 @@ def train_loop(config: dict[str, Any]) -> None:
     pause += float(config.get("work_per_step_s", 0.0)) / max(1, loop.world)
     loss_fn = nn.MSELoss()
     step_log = config.get("step_log") if loop.rank == 0 else None
-    for step in loop.steps(lambda: {"model": model.state_dict(), "opt": opt.state_dict()}):
+
+    def state_fn() -> dict[str, Any]:
+        out = {"model": model.state_dict(), "opt": opt.state_dict()}
+        return {**out, "extra": extra} if extra.numel() else out
+
+    for step in loop.steps(state_fn):
+        if extra.numel():
+            extra[step % extra.numel()] += 1
         x, y = synthetic_batch(step, loop.rank, batch)
         opt.zero_grad()
         loss = loss_fn(net(x), y)

@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import logging
 
-from lyra_ray.contract.names import run_actor_name
+from lyra_ray.contract.names import gang_actor_name, run_actor_name
 
 log = logging.getLogger(__name__)
 
 
 def run_log(job_id: str, generation: int, tail: int = 100) -> str:
-    """The tail of the run actor's log (the driver of the job's Ray Train run)."""
+    """The tail of the log of what drives the run: its Ray Train actor, or the job's
+    gang (the warm executor: one for all the job's runs)."""
     if generation <= 0:
         return "(never started)"
     try:
@@ -18,6 +19,9 @@ def run_log(job_id: str, generation: int, tail: int = 100) -> str:
 
         name = run_actor_name(job_id, generation)
         actors = list_actors(filters=[("name", "=", name)], detail=False)
+        if not actors:
+            name = gang_actor_name(job_id)
+            actors = list_actors(filters=[("name", "=", name)], detail=False)
         if not actors:
             return f"(no actor {name} in the State API)"
         lines = list(get_log(actor_id=actors[0].actor_id, tail=tail))

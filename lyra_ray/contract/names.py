@@ -11,9 +11,17 @@ anonymous one, so every lookup names it)."""
 SCHEDULER_ACTOR = "lyra-scheduler"
 CONTROL_ACTOR = "lyra-control"
 RUN_PREFIX = "lyra-run-"
-"""The Ray Train driver actor of each run: ``lyra logs`` finds a run's log by it."""
+"""The Ray Train driver actor of each run (the ``ray_train`` executor): ``lyra logs``
+finds a run's log by it."""
+GANG_PREFIX = "lyra-gang-"
+"""Each job's gang of warm workers (the ``warm`` executor), one actor for all its runs."""
 
 
 def run_actor_name(job_id: str, generation: int) -> str:
     """One actor name per run generation: a new run never races a dying one for a name."""
     return f"{RUN_PREFIX}{job_id}-g{generation}"
+
+
+def gang_actor_name(job_id: str) -> str:
+    """One gang per job, for all its generations."""
+    return f"{GANG_PREFIX}{job_id}"

@@ -9,8 +9,10 @@ guesses (60 s and 0 s). Both now come from here:
 * the first three phases and the local worker start are the medians of the live
   runtime's own records of real resizes (``lyra_ray/runtime/restart_phases.py``), taken
   by ``benchmarks/resize_phases.py`` on a local cluster of fake GPUs (this project's
-  2-core host, Ray 2.60, a tiny model): Ray's, Ray Train's and lyra's overheads, process
-  start and ``import torch`` included;
+  2-core host, Ray 2.60, a tiny model), from the scheduler's decision on, with the
+  default (warm) executor: Ray's and lyra's overheads; the workers' processes outlive
+  a run, so process start and ``import torch`` are paid once per worker, not per
+  restart (#47; the Ray Train path's figures are beside them in the same file);
 * ``cold_start`` is the per-worker floor on a real GPU: a fresh process from
   ``import torch`` to its second ResNet-50 step with a 200 MB checkpoint restored,
   measured on an NVIDIA H200 (``../shared/data/gpu/h200.json``, ``cold_start_resnet50``,
@@ -72,15 +74,15 @@ H200_COLD_START_S = 8.07
 CPU, 0.1 s restoring 200 MB, 0.6 s for the first step."""
 
 MEASURED = RestartCost(
-    stop_signal_s=0.24,
-    checkpoint_s=5.28,
-    relaunch_s=0.26,
-    workers_up_s=16.75,
-    first_step_s=2.63,
+    stop_signal_s=0.14,
+    checkpoint_s=0.01,
+    relaunch_s=0.08,
+    workers_up_s=0.24,
+    first_step_s=0.08,
     cold_start_s=H200_COLD_START_S,
 )
-"""Medians of ``benchmarks/results/resize_phases.json`` (``median_s``), and the H200
-floor."""
+"""Medians of ``benchmarks/results/resize_phases.json`` (``median_s``: its warm run),
+and the H200 floor."""
 
 RESTART_S = round(MEASURED.total_s, 1)
 """Seconds one restart (a resize, or a preemption and resume) costs a job: the Lyra

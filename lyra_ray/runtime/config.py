@@ -63,6 +63,13 @@ class SchedulerConfig:
     """Asking Ray's autoscaler for nodes (``{enabled, budget_usd, budget_node_hours,
     max_usd_per_hour, commit_hours, prices}``, docs/autoscaling.md); ``lyra up --config``
     adds the cluster.yaml's node types under ``cluster``. Checked here."""
+    executor: str = "warm"
+    """How runs are carried out: ``warm`` (each job's gang of warm workers, which keep
+    their processes through a resize, ``lyra_ray/runtime/gang.py``) or ``ray_train`` (a
+    ``TorchTrainer.fit()`` per run, the path before #47)."""
+    spare_ttl_s: float = 300.0
+    """A warm worker a resize left without a GPU waits this long for the next grow
+    before it ends (``warm`` executor)."""
 
     throughputs: Any = None
     """A throughput table laid over the catalogue (Gavel's JSON, as ``lyra profile``
@@ -92,12 +99,16 @@ class SchedulerConfig:
             raise InputError("lyra config: field 'throughputs': a file's path or a table")
         try:
             cfg = cls(**raw)
-            positive = ("round_s", "period_s", "grace_s", "entrypoint_check_s")
+            positive = ("round_s", "period_s", "grace_s", "entrypoint_check_s", "spare_ttl_s")
             for f in (*positive, "min_lease_s", "startup_grace_s"):
                 _finite(f, getattr(cfg, f), positive=f in positive)
             _finite("min_reset_interval_s", cfg.min_reset_interval_s, positive=False)
             if cfg.entrypoint_check_s > 3600:
                 raise ValueError("field 'entrypoint_check_s' must be at most 3600 seconds")
+            if cfg.executor not in ("warm", "ray_train"):
+                raise ValueError(
+                    f"field 'executor' must be 'warm' or 'ray_train', got {cfg.executor!r}"
+                )
             for f in ("policy", "state_dir", "storage_path", "serve_host"):
                 v = getattr(cfg, f)
                 if not isinstance(v, str) or not v or "\x00" in v:

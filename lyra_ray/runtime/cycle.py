@@ -39,10 +39,22 @@ class Executor(Source, Sink, Protocol):
 
     dirty: bool
     generations: dict[str, int]
+    decided_at: float | None
+    """Wall time of the decision the next ``apply`` carries out (set by the store)."""
 
     def forget(self, job_id: str) -> list[tuple[float, str, int, dict[str, Any]]]: ...
 
     def to_state(self) -> dict[str, Any]: ...
+
+    def busy(self) -> bool:
+        """A run is being stopped: poll often until it has let go."""
+        ...
+
+
+BUSY_PERIOD_S = 0.1
+"""How often the loop polls while a run is being stopped (a resize or preemption under
+way), instead of ``period_s``: the next generation starts as soon as the old one ended,
+not up to a period later. Measured in ``benchmarks/resize_phases.py`` (relaunch)."""
 
 
 class ServingSide(Source, Sink, Protocol):
@@ -102,6 +114,8 @@ class LiveStore:
         self.ledger = Ledger()
 
     def commit(self, core: SchedulerCore, cycle: Cycle) -> None:
+        # the cycle's wall clock plus the timer's seconds to the end of decide()
+        self.executor.decided_at = cycle.now + max(0.0, cycle.decided - cycle.started)
         for e in cycle.events:
             if isinstance(e, m.JobFailed):
                 self.reasons[e.job_id] = e.reason
@@ -181,14 +195,23 @@ class WallClock:
 
 class _CollectingClock:
     """A clock that lets the paced WAL checkpoint and collector run before it waits for
-    the next cycle."""
+    the next cycle, and wakes sooner while the executor is busy (:data:`BUSY_PERIOD_S`)."""
 
-    def __init__(self, clock: Clock, gc: PacedGC, wal: PacedCheckpoint) -> None:
-        self.clock, self.gc, self.wal = clock, gc, wal
+    def __init__(
+        self,
+        clock: Clock,
+        gc: PacedGC,
+        wal: PacedCheckpoint,
+        busy: Callable[[], bool] | None = None,
+    ) -> None:
+        self.clock, self.gc, self.wal, self.busy = clock, gc, wal, busy
 
     def next(self, wakeup: float | None) -> float | None:
         self.wal.between()
         self.gc.between()
+        if self.busy is not None and self.busy():
+            soon = time.time() + BUSY_PERIOD_S
+            wakeup = soon if wakeup is None else min(wakeup, soon)
         return self.clock.next(wakeup)
 
 
@@ -203,7 +226,7 @@ class LiveCycle:
         serving: ServingSide,
         observers: Sequence[Observer] = (),
     ) -> None:
-        self.core, self.store = core, store
+        self.core, self.store, self.executor = core, store, executor
         self.sources: tuple[Source, ...] = (store.inbox, executor, serving)
         self.sinks: tuple[Sink, ...] = (serving, executor)
         """The serving pool first: a lent server starts draining before a run bound for
@@ -223,7 +246,8 @@ class LiveCycle:
         """Cycles until ``clock`` ends them; ``on_error`` hears a failed cycle (live: the
         loop goes on)."""
         with self.gc, self.wal:
-            return self._loop(_CollectingClock(clock, self.gc, self.wal), guard, on_error)
+            busy = getattr(self.executor, "busy", None)
+            return self._loop(_CollectingClock(clock, self.gc, self.wal, busy), guard, on_error)
 
     def _loop(
         self,

@@ -83,6 +83,13 @@ class Inventory:
                 return self.gpu_label[nid]
         return gpu_type
 
+    def gpus_now(self, live: bool = False) -> dict[str, int]:
+        """GPUs per type for a caller outside the loop (the job desk, the teams): the
+        view, or Ray's own when ``live`` or before the loop's first refresh. Never a
+        refresh: that would take the loop's NodeUp/NodeDown events, and the core would
+        never hear of the node."""
+        return self.gpus_by_type(live=live or not self.nodes)
+
     def gpus_by_type(self, live: bool = False) -> dict[str, int]:
         """GPUs per type as last refreshed, or, ``live``, as Ray sees them now (without
         touching the view, whose changes the next cycle must still turn into events)."""

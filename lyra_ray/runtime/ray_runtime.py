@@ -30,6 +30,7 @@ from lyra_ray.model.state import assignment_from_dict, assignment_to_dict
 from lyra_ray.parallelism.jobs import run_config
 from lyra_ray.runtime import runs, stale_pgs
 from lyra_ray.runtime.control import get_or_create_control
+from lyra_ray.runtime.gang_plan import kept_gpus
 from lyra_ray.runtime.inventory import Inventory
 from lyra_ray.runtime.restart_phases import RestartPhases
 from lyra_ray.runtime.run_record import MAX_UNEXPECTED_ENDS, START_GRACE_S, RunRecord
@@ -50,13 +51,24 @@ class RayRuntime:
         max_restarts: int = MAX_UNEXPECTED_ENDS,
         run_options: Callable[[str], Mapping[str, Any]] | None = None,
         speeds: Callable[[m.JobSpec, str], float] | None = None,
+        executor: str = "warm",
+        gang_settings: Mapping[str, Any] | None = None,
     ) -> None:
         """``node_ready(node)``
         says whether training may use a server yet (a lent server is ready once its
         Serve replicas have left). A run bound for a server not ready waits.
         ``run_options(job)``: what travels beside the job's spec (``runtime_env``,
         ``backend``), read at every start so every generation gets it. ``speeds(spec,
-        gpu_type)``: one worker's steps/s, to split a mixed-type run's batch by speed."""
+        gpu_type)``: one worker's steps/s, to split a mixed-type run's batch by speed.
+        ``executor``: how runs are carried out (:data:`runs.EXECUTORS`);
+        ``gang_settings``: a gang's :class:`~lyra_ray.runtime.gang.Settings`."""
+        if executor not in runs.EXECUTORS:
+            raise ValueError(f"executor {executor!r} is not one of {', '.join(runs.EXECUTORS)}")
+        self.executor = executor
+        self.gang_settings = dict(gang_settings or {})
+        self.decided_at: float | None = None
+        """When the core took the decision the next ``apply`` carries out (wall clock;
+        set by the live store before the sinks act): a restart's phases start there."""
         self.specs = specs
         self.speeds = speeds
         self.run_options = run_options
@@ -94,6 +106,7 @@ class RayRuntime:
             "gaps": self.gaps[-200:],
             "waiting": dict(sorted(self.waiting.items())),
             "phases": self.phases.to_state(),
+            "stop_requested_at": dict(sorted(self.stop_requested_at.items())),
         }
 
     def load_state(self, state: Mapping[str, Any]) -> None:
@@ -103,6 +116,7 @@ class RayRuntime:
         self.gaps = list(state.get("gaps", []))
         self.waiting = dict(state.get("waiting", {}))
         self.phases.load_state(state.get("phases", {}))
+        self.stop_requested_at = dict(state.get("stop_requested_at", {}))
 
     def forget(self, job_id: str) -> list[tuple[float, str, int, dict[str, Any]]]:
         """A job left the scheduler's state for the archive: drop what is kept per job
@@ -114,6 +128,8 @@ class RayRuntime:
         self.stop_requested_at.pop(job_id, None)
         self.phases.forget(job_id)
         self.control.forget.remote(job_id)
+        if job_id not in self.runs:
+            runs.end_job(job_id)
         mine = [x for x in self.launches if x[1] == job_id]
         if mine:
             self.launches = [x for x in self.launches if x[1] != job_id]
@@ -193,14 +209,20 @@ class RayRuntime:
             runtime_env=opts.get("runtime_env") or None,
             backend=str(opts.get("backend") or "auto"),
             gpu_per_worker=0.5 if a.partner is not None else 1.0,
+            executor=self.executor,
         )
-        runs.start_run(req)
+        runs.start_run(req, self.gang_settings)
         now = time.time()
         asked = self.stop_requested_at.pop(job_id, None)
         if asked is not None:
             self.gaps.append({"job_id": job_id, "generation": gen, "gap_s": now - asked})
-            self.phases.relaunched(job_id, gen, a.workers, now)
-        self.runs[job_id] = RunRecord(job_id, gen, assignment, now, unexpected_ends=unexpected)
+        # whether or not this scheduler asked for the stop itself: one killed mid-resize
+        # left the record open in its state, and the one that carries the resize out
+        # closes it (it only takes a record whose old run has let go)
+        self.phases.relaunched(job_id, gen, a.workers, now)
+        self.runs[job_id] = RunRecord(
+            job_id, gen, assignment, now, unexpected_ends=unexpected, executor=self.executor
+        )
         self.launches.append((now, job_id, gen, assignment))
         self.dirty = True
 
@@ -227,11 +249,14 @@ class RayRuntime:
                 self._start(job_id, next_assignment)
             return
         r.next_assignment = next_assignment
+        keep = kept_gpus(r.assignment, next_assignment)
         if r.phase != "stopping":
             r.phase, r.deadline = "stopping", time.time() + self.grace_s
             self.stop_requested_at[job_id] = time.time()
-            self.phases.requested(job_id, r.generation, r.assignment["workers"], time.time())
-            runs.request_stop(job_id, r.generation)
+            self.phases.requested(
+                job_id, r.generation, r.assignment["workers"], time.time(), self.decided_at
+            )
+        runs.request_stop(job_id, r.generation, keep)  # again while stopping: keep may differ
         self.dirty = True
 
     def _finish(self, job_id: str) -> None:
@@ -241,9 +266,15 @@ class RayRuntime:
             runs.request_stop(job_id, r.generation)
             self._kill(r)
             self.dirty = True
+        runs.end_job(job_id)
 
     def _kill(self, r: RunRecord) -> None:
-        runs.kill_run(r.job_id, r.generation)
+        runs.kill_run(r.job_id, r.generation, r.executor)
+
+    def busy(self) -> bool:
+        """A run is stopping (a resize or preemption under way): the scheduler then
+        polls often, so the next generation starts as soon as the old one let go."""
+        return any(r.phase == "stopping" for r in self.runs.values())
 
     # ------------------------------------------------------------------ events
 
@@ -295,7 +326,9 @@ class RayRuntime:
                 self._kill(r)
                 found = latest_checkpoint(os.path.join(self.storage_path, runs.run_name(jid)))
                 events += self._ended(r, "stopped", float(found[1]) if found else 0.0, "", rec)
-            elif now - r.launched_at > START_GRACE_S and not runs.run_alive(jid, r.generation):
+            elif now - r.launched_at > START_GRACE_S and not runs.run_alive(
+                jid, r.generation, r.executor
+            ):
                 events += self._ended(r, "lost", r.reported_steps, "run actor vanished")
         return events + self._restarts_measured()
 
@@ -334,19 +367,24 @@ class RayRuntime:
         self.dirty = True
         if outcome == "completed":
             self.phases.forget(jid)
+            runs.end_job(jid)
             return [m.JobCompleted(jid, steps)]
         if r.phase == "stopping":
             self.phases.stopped(jid, rec, r.next_assignment is not None, time.time())
             if r.next_assignment is not None:
                 self._start(jid, r.next_assignment)
                 return [m.JobProgress(jid, steps)]
+            if r.executor == "warm":
+                runs.release(jid)  # slots kept for a next generation that is not coming
             return [m.JobStopped(jid, steps)]
         alive = set(self.inventory.nodes)
         if any(n not in alive for n, _ in r.assignment["nodes"]):
             return []  # its node is gone: the NodeDown already re-queued the job
         if outcome == "failed":  # the job's own code raised: a rerun would raise again
+            runs.end_job(jid)
             return [m.JobFailed(jid, message or outcome)]
         if r.unexpected_ends + 1 > self.max_restarts:
+            runs.end_job(jid)
             return [
                 m.JobFailed(
                     jid,
@@ -373,7 +411,7 @@ class RayRuntime:
         self._adopt_unrecorded(desired, records)
         for jid, r in list(self.runs.items()):
             rec = records.get(jid)
-            alive = runs.run_alive(jid, r.generation)
+            alive = runs.run_alive(jid, r.generation, r.executor)
             finished = rec is not None and rec["generation"] == r.generation and rec["outcome"]
             if not alive and not finished:
                 log.info("reconcile: run %s g%d is gone", jid, r.generation)
@@ -419,9 +457,9 @@ class RayRuntime:
                 self._kill(old)  # the adopted run replaced it
             want = assignment_to_dict(desired[jid]) if jid in desired else None
             if want is None:
-                runs.kill_run(jid, gen)
+                runs.kill_run(jid, gen, self.executor)
                 continue
             now = time.time()
-            self.runs[jid] = RunRecord(jid, gen, want, now)
+            self.runs[jid] = RunRecord(jid, gen, want, now, executor=self.executor)
             self.launches.append((now, jid, gen, want))
             self.dirty = True

@@ -5,14 +5,17 @@ resize overhead) used to be a guess. Each resize now leaves a record of where it
 went, read from the control actor's timestamps (the loop's own clock on the head node)
 and the runtime's:
 
-* ``stop_signal_s``: from the stop request to the loop seeing it (between two steps);
+* ``stop_signal_s``: from the scheduler's decision (the end of the core's ``decide``)
+  to the loop seeing the stop (between two steps): the cycle's commit, the stop request
+  through the control actor, the loop's poll. Until #47 it counted from the request;
+  the decision's moment is kept as ``decided`` and the request's as ``apply_s`` after it;
 * ``checkpoint_s``: from seeing it to the last checkpoint written and the loop returned;
 * ``relaunch_s``: from there to the next generation's start (the scheduler noticing,
   the GPUs let go, the run submitted);
 * ``workers_up_s``: from the start to the first worker reporting from its node (a
   process per worker, torch imported, the process group formed);
 * ``first_step_s``: from there to the first step (the checkpoint restored, one step);
-* ``total_s``: from the stop request to the first step of the new generation.
+* ``total_s``: from the decision to the first step of the new generation.
 
 A preemption has the first two only (its next start is another decision). Records are
 kept for ``lyra status``, the metrics and the benchmark (``benchmarks/resize_phases.py``),
@@ -44,12 +47,18 @@ class RestartPhases:
         """Records finished since the core last took them (its restart model learns each
         job's own restart price from them: ``lyra_ray.model.restart_cost``)."""
 
-    def requested(self, job_id: str, generation: int, workers: int, now: float) -> None:
+    def requested(
+        self, job_id: str, generation: int, workers: int, now: float, decided: float | None = None
+    ) -> None:
+        """A stop was asked at ``now`` for the decision taken at ``decided`` (its
+        phases start there; at the request when the decision's moment is unknown)."""
         if job_id in self.open:  # asked again before the last restart's run stepped
             self.open[job_id]["interrupted"] = True
             self._close(job_id)
+        start = now if decided is None or decided > now else decided
         self.open[job_id] = {"job_id": job_id, "from_generation": generation,
-                             "from_workers": workers, "requested": now}  # fmt: skip
+                             "from_workers": workers, "requested": now,
+                             "decided": start}  # fmt: skip
 
     def stopped(self, job_id: str, rec: Mapping[str, Any] | None, resize: bool, now: float) -> None:
         """The old run let go (``rec``: its control record, None if it was killed)."""
@@ -83,9 +92,10 @@ class RestartPhases:
 
     def _close(self, job_id: str) -> None:
         r = self.open.pop(job_id)
+        start = r.get("decided", r["requested"])  # a record saved before #47 has none
         phases = {
-            "stop_signal_s": _gap(r["requested"], r.get("stop_seen")),
-            "checkpoint_s": _gap(r.get("stop_seen") or r["requested"], r.get("checkpointed")),
+            "stop_signal_s": _gap(start, r.get("stop_seen")),
+            "checkpoint_s": _gap(r.get("stop_seen") or start, r.get("checkpointed")),
             "relaunch_s": _gap(r.get("checkpointed"), r.get("relaunched")),
             "workers_up_s": _gap(r.get("relaunched"), r.get("workers_up")),
             "first_step_s": _gap(r.get("workers_up") or r.get("relaunched"), r.get("first_step")),
@@ -96,9 +106,10 @@ class RestartPhases:
             "from_workers": r["from_workers"],
             "to_workers": r.get("to_workers"),
             "generation": r.get("generation", r["from_generation"]),
-            "at": r["requested"],
+            "at": start,
+            "apply_s": _gap(start, r["requested"]),
             "phases": {k: v for k, v in phases.items() if v is not None},
-            "total_s": _gap(r["requested"], r.get("first_step") or r.get("checkpointed")),
+            "total_s": _gap(start, r.get("first_step") or r.get("checkpointed")),
         }
         if r.get("interrupted"):  # its run never stepped: the phases it reached only
             out["interrupted"] = True

@@ -27,6 +27,9 @@ class RunRecord:
     next_assignment: dict[str, Any] | None = None
     reported_steps: float = 0.0
     unexpected_ends: int = 0
+    executor: str = "ray_train"
+    """Which executor carries the run out (``lyra_ray.runtime.run_request.EXECUTORS``);
+    a record saved before there were two has no field: its run is a Ray Train run."""
 
     def kill_after(self, rec: Mapping[str, Any] | None) -> float:
         """When this run, stopping, is killed: after the grace period, or, while its

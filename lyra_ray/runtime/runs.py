@@ -1,21 +1,28 @@
-"""Ray Train runs: launch, stop cooperatively, kill after a grace period, resume.
+"""Runs of a job, as the scheduler's runtime starts, stops and kills them.
 
-Each run of a job lives in its own *detached* actor (``lyra-run-<job>-g<n>``) that calls
-``TorchTrainer.fit()``. Detached because a non-detached owner takes its children down
-with it: if the scheduler actor started the fit() task itself, killing the scheduler
-would kill every training job. Killing the run actor is the hard stop — Ray tears down
-the Train controller and its workers it owns, and (with the dashboard on) frees the
-GPUs in about a second.
+Two executors (``RunRequest.executor``, the scheduler's ``executor`` setting):
+
+* ``warm`` (the default): the job's gang (:mod:`lyra_ray.runtime.gang`), one detached
+  actor per job whose warm worker processes run generation after generation; a resize
+  keeps the processes that stay and fills new GPU slots with warm spares.
+* ``ray_train``: one detached actor per run (``lyra-run-<job>-g<n>``) that calls
+  ``TorchTrainer.fit()`` (a new Ray Train controller and worker group per run: the path
+  before #47, kept as the resize benchmark's baseline).
+
+Either way the scheduler's side is the same: ``start_run`` registers the generation in
+the control actor first (with the request, for a gang), a stop is asked through the
+control actor and met by the loop between two steps, and the run's end is recorded
+there. Detached, because a non-detached owner takes its children down with it: killing
+the scheduler must not kill a training job.
 
 The run name and storage path are stable per job, so a rerun writes its checkpoints
 next to the old ones and :func:`lyra_ray.train.step_loop.latest_checkpoint` finds the newest.
 
-The run actor is created with the job's own runtime env (its user's directory, modules,
-packages, variables: :mod:`lyra_ray.runtime.user_env`). Ray hands a parent's runtime env
-down to the tasks and actors it starts, so the Train controller and every Train worker of
-every generation run in it too (checked on Ray 2.60: an actor created with only
-``env_vars``, as Train creates its controller and workers, keeps its parent's
-``working_dir``, and the ``env_vars`` merge).
+The gang, or the run actor, is created with the job's own runtime env (its user's
+directory, modules, packages, variables: :mod:`lyra_ray.runtime.user_env`). Ray hands a
+parent's runtime env down to the tasks and actors it starts, so every worker runs in it
+too (checked on Ray 2.60: an actor created with only ``env_vars``, as Train creates its
+controller and workers, keeps its parent's ``working_dir``, and the ``env_vars`` merge).
 """
 
 from __future__ import annotations
@@ -23,69 +30,22 @@ from __future__ import annotations
 import functools
 import logging
 import os
-import re
 import threading
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Mapping
 from typing import Any
 
 import ray
 
-from lyra_ray.contract.labels import GPU_TYPE_LABEL, NODE_ID_LABEL
-from lyra_ray.contract.names import NAMESPACE, run_actor_name
+from lyra_ray.contract.names import NAMESPACE, gang_actor_name, run_actor_name
 from lyra_ray.runtime.control import get_or_create_control
+from lyra_ray.runtime.run_outcome import failure
+from lyra_ray.runtime.run_request import EXECUTORS, RunRequest, run_name, worker_selectors
 from lyra_ray.train.step_loop import RESUME_KEY, latest_checkpoint
 from lyra_ray.train.user_code import load_entrypoint, user_loop
 
 log = logging.getLogger(__name__)
 
-
-def run_name(job_id: str) -> str:
-    """The stable Ray Train ``RunConfig.name`` of a job (same across reruns)."""
-    return f"lyra-{job_id}"
-
-
-@dataclass(frozen=True)
-class RunRequest:
-    """Everything a run actor needs: plain data, so it pickles across processes."""
-
-    job_id: str
-    generation: int
-    entrypoint: str
-    total_steps: int
-    config: Mapping[str, Any]
-    workers: int
-    label_selectors: tuple[Mapping[str, str], ...]
-    storage_path: str
-    runtime_env: Mapping[str, Any] | None = None
-    """The job's uploaded runtime env (URIs only), or None for the cluster's own."""
-    backend: str = "auto"
-    """``auto`` (NCCL on CUDA workers, else gloo), ``gloo`` or ``nccl``."""
-    gpu_per_worker: float = 1.0
-    """1, or 0.5 for each job of a space-sharing pair (Gavel's packed policies): both
-    runs' workers then hold half of the same GPUs, pinned to the same nodes."""
-
-
-def worker_selectors(
-    gpu_label: str,
-    nodes: Sequence[tuple[str, int]],
-    workers: int,
-    node_labels: Mapping[str, str] | None = None,
-) -> tuple[dict[str, str], ...]:
-    """One label selector per worker: its node (when placed) and always its GPU type.
-
-    ``node_labels`` gives each node's own GPU-type label. A job whose flexible workers sit
-    on servers of another type (``Assignment.extra``, Lyra) spans nodes of two types, so
-    each worker must carry its own node's label; without the map every placed worker
-    carries ``gpu_label`` (the base's type), which a node of another type never matches.
-    """
-    out: list[dict[str, str]] = []
-    for node_id, gpus in nodes:
-        label = node_labels.get(node_id, gpu_label) if node_labels else gpu_label
-        out += [{GPU_TYPE_LABEL: label, NODE_ID_LABEL: node_id}] * gpus
-    while len(out) < workers:
-        out.append({GPU_TYPE_LABEL: gpu_label})
-    return tuple(out[:workers])
+__all__ = ["EXECUTORS", "RunRequest", "failure", "run_name", "worker_selectors"]
 
 
 @ray.remote(num_cpus=0, max_restarts=0)
@@ -143,7 +103,11 @@ class TrainRun:
                 ),
             )
             result = trainer.fit()
-            steps = float((result.metrics or {}).get("step", steps))
+            step = (result.metrics or {}).get("step")
+            if step is None:  # the loop reported last without StepLoop's step (its own)
+                found = latest_checkpoint(os.path.join(req.storage_path, run_name(req.job_id)))
+                step = found[1] if found else None
+            steps = float(step) if step is not None else steps
             outcome = "completed" if steps >= req.total_steps else "stopped"
             message = ""
         except Exception as e:  # the user's loop failed, a worker died, or a stop tore it down
@@ -157,53 +121,7 @@ class TrainRun:
         return outcome
 
 
-def failure(e: BaseException) -> tuple[str, str]:
-    """(outcome, one-line reason) of a ``fit()`` that raised.
-
-    ``failed``: the user's own code raised on every failing worker — a rerun would
-    raise again, so the job fails at once. ``crashed``: anything else — a Train worker
-    process died, a health check or the controller failed — which a rerun from the
-    last checkpoint may well survive; the runtime restarts it up to its retry limit.
-    Ray 2.60's ``WorkerGroupError.worker_failures`` holds, per rank, the user's own
-    exception (unwrapped) or one of Ray's (a Train or core error) for anything else.
-    """
-    from ray.train.v2._internal.exceptions import RayTrainError, UserExceptionWithTraceback
-
-    failures = getattr(e, "worker_failures", None)
-    if isinstance(failures, dict) and failures:
-        errors = {
-            rank: x._base_exc if isinstance(x, UserExceptionWithTraceback) else x
-            for rank, x in failures.items()
-        }
-        if not any(isinstance(x, RayTrainError | ray.exceptions.RayError) for x in errors.values()):
-            rank, first = min(errors.items())
-            what = f"{type(first).__name__}: {_first_line(first)}"
-            return "failed", f"the job's code raised on worker rank {rank}: {what}"[:500]
-        parts = [_crash_line(rank, x) for rank, x in sorted(errors.items())]
-        return "crashed", "; ".join(parts)[:500]
-    return "crashed", f"the run failed: {type(e).__name__}: {_first_line(e)}"[:500]
-
-
-def _crash_line(rank: int, e: BaseException) -> str:
-    text = str(e)
-    if "worker process has died" in text or "actor died" in text:
-        pid = re.search(r"\bpid[=:]\s*(\d+)", text)
-        kind = re.search(r"Worker exit type: (\w+)", text)
-        return (
-            f"Train worker process died (rank {rank}"
-            + (f", pid {pid.group(1)}" if pid else "")
-            + (f", exit type {kind.group(1)}" if kind else "")
-            + ")"
-        )
-    return f"Train worker rank {rank} failed: {type(e).__name__}: {_first_line(e)}"
-
-
-def _first_line(e: BaseException) -> str:
-    lines = [ln.strip() for ln in str(e).splitlines() if ln.strip()]
-    return lines[0] if lines else ""
-
-
-def start_run(req: RunRequest) -> None:
+def start_run(req: RunRequest, gang_settings: Mapping[str, Any] | None = None) -> None:
     """Start (or resume) a run of ``req.generation`` (older generations see should_stop).
 
     A run whose runtime env names a package the cluster's GCS no longer holds (a
@@ -212,8 +130,11 @@ def start_run(req: RunRequest) -> None:
     than an actor that cannot start and vanishes without a word."""
     from lyra_ray.runtime.job_env import missing_packages
 
+    if req.executor not in EXECUTORS:
+        raise ValueError(f"executor {req.executor!r} is not one of {', '.join(EXECUTORS)}")
     control = get_or_create_control()
-    ray.get(control.begin.remote(req.job_id, req.generation))
+    warm = req.executor == "warm"
+    ray.get(control.begin.remote(req.job_id, req.generation, req if warm else None))
     missing = missing_packages(req.runtime_env)
     if missing:
         why = (
@@ -223,18 +144,48 @@ def start_run(req: RunRequest) -> None:
         )
         ray.get(control.finish.remote(req.job_id, req.generation, "failed", 0.0, why))
         return
-    actor = TrainRun.options(  # type: ignore[attr-defined]
-        name=run_actor_name(req.job_id, req.generation),
-        namespace=NAMESPACE,
-        lifetime="detached",
-        resources={"node:__internal_head__": 0.001},
-        runtime_env=dict(req.runtime_env) if req.runtime_env else None,
-    ).remote(req)
-    del actor  # detached: it runs on without a handle
+    if warm:
+        _gang_for(req, gang_settings).wake.remote(req.generation, req)
+    else:
+        actor = TrainRun.options(  # type: ignore[attr-defined]
+            name=run_actor_name(req.job_id, req.generation),
+            namespace=NAMESPACE,
+            lifetime="detached",
+            resources={"node:__internal_head__": 0.001},
+            runtime_env=dict(req.runtime_env) if req.runtime_env else None,
+        ).remote(req)
+        del actor  # detached: it runs on without a handle
     log.info("launched %s gen %d with %d workers", req.job_id, req.generation, req.workers)
 
 
-def run_alive(job_id: str, generation: int) -> bool:
+def _gang_for(req: RunRequest, settings: Mapping[str, Any] | None) -> Any:
+    """The job's gang, created (detached, named, with the job's runtime env) if none runs.
+
+    Creating it does not wait for its process: the request already waits in the
+    control actor, where the gang looks first."""
+    from lyra_ray.runtime.gang import Gang
+
+    return Gang.options(  # type: ignore[attr-defined]
+        name=gang_actor_name(req.job_id),
+        namespace=NAMESPACE,
+        lifetime="detached",
+        get_if_exists=True,
+        resources={"node:__internal_head__": 0.001},
+        runtime_env=dict(req.runtime_env) if req.runtime_env else None,
+    ).remote(req.job_id, dict(settings or {}), (req.generation, req))
+
+
+def _gang(job_id: str) -> Any | None:
+    try:
+        return ray.get_actor(gang_actor_name(job_id), namespace=NAMESPACE)
+    except ValueError:
+        return None
+
+
+def run_alive(job_id: str, generation: int, executor: str = "ray_train") -> bool:
+    """Whether the process carrying the run out still exists (its gang, or its actor)."""
+    if executor == "warm":
+        return _gang(job_id) is not None
     try:
         ray.get_actor(run_actor_name(job_id, generation), namespace=NAMESPACE)
     except ValueError:
@@ -242,15 +193,39 @@ def run_alive(job_id: str, generation: int) -> bool:
     return True
 
 
-def request_stop(job_id: str, generation: int) -> None:
-    get_or_create_control().request_stop.remote(job_id, generation)
+def request_stop(job_id: str, generation: int, keep: Mapping[str, float] | None = None) -> None:
+    """Ask the run to stop between two steps; ``keep``: GPUs per node the next
+    generation holds again (a resize), which a gang keeps rather than frees."""
+    get_or_create_control().request_stop.remote(job_id, generation, dict(keep or {}))
 
 
-def kill_run(job_id: str, generation: int) -> bool:
-    """Hard stop: kill the run actor (and with it the Train controller and workers)."""
+def release(job_id: str) -> None:
+    """The job's next generation is not coming soon: its gang frees kept slots."""
+    gang = _gang(job_id)
+    if gang is not None:
+        gang.release.remote()
+
+
+def kill_run(job_id: str, generation: int, executor: str = "ray_train") -> bool:
+    """Hard stop: a gang kills the run's workers (not asked: killed; their slots freed);
+    a Ray Train run's actor is killed, and with it its controller and workers."""
+    if executor == "warm":
+        gang = _gang(job_id)
+        if gang is None:
+            return False
+        gang.abort.remote(generation)
+        return True
     try:
         actor = ray.get_actor(run_actor_name(job_id, generation), namespace=NAMESPACE)
     except ValueError:
         return False
     ray.kill(actor, no_restart=True)
     return True
+
+
+def end_job(job_id: str) -> None:
+    """The job is over (finished, failed, cancelled): its gang, with its workers and
+    GPU slots, ends."""
+    gang = _gang(job_id)
+    if gang is not None:
+        ray.kill(gang, no_restart=True)

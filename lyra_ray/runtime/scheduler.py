@@ -108,6 +108,8 @@ class GlobalScheduler:
             max_restarts=self.cfg.run_restarts,
             run_options=jobmeta.meta,
             speeds=lambda spec, g: self.throughputs.throughput(spec, g, 1),
+            executor=self.cfg.executor,
+            gang_settings={"spare_ttl_s": self.cfg.spare_ttl_s},
         )
         archive = JobArchive(self.store)
         inbox = Inbox(self.store, self.core)
@@ -219,10 +221,13 @@ class GlobalScheduler:
             return [j.spec for j in self.core.state.active_jobs()]
 
     def _gpus(self, live: bool = False) -> dict[str, int]:
+        """GPUs per type for the desk and the teams: the loop's view, or Ray's own
+        (``live``, or before the loop's first poll). Never a refresh of the view: its
+        NodeUp events are the loop's next cycle's, and one taken here was lost for good
+        (a submit that beat the first poll left the core without the node, every job
+        queued forever: #47, ``resize_phases.py`` "timed out waiting for grown to 4")."""
         with self.lock:
-            if not self.runtime.inventory.nodes:
-                self.runtime.inventory.refresh()
-            return self.runtime.inventory.gpus_by_type(live=live)
+            return self.runtime.inventory.gpus_now(live)
 
     def _admissible_gpus(self, live: bool = False) -> dict[str, int]:
         """What a job may ask for: the GPUs up, or what the autoscaler may add (a job for

@@ -62,6 +62,9 @@ class Cycle:
     """The driver's ``timer`` when the cycle began (0 without one)."""
     step_s: float = 0.0
     """Seconds in fold + decide, by the driver's ``timer`` (0 without one)."""
+    decided: float = 0.0
+    """The driver's ``timer`` when ``decide`` returned (0 without one): where a restart's
+    phases start, before the commit and the sinks."""
 
 
 class Store(Protocol):
@@ -114,8 +117,8 @@ def run_cycle(
         events += source.collect(now, events, progress)
     t0 = timer() if timer is not None else 0.0
     decision = core.decide(core.fold(now, events))
-    step_s = timer() - t0 if timer is not None else 0.0
-    cycle = Cycle(now, tuple(events), decision, started, step_s)
+    decided = timer() if timer is not None else 0.0
+    cycle = Cycle(now, tuple(events), decision, started, decided - t0, decided)
     store.commit(core, cycle)
     if decision.actions:
         for sink in sinks:

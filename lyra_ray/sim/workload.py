@@ -33,7 +33,7 @@ MIN_ROUND_S, MAX_ROUND_S = 1.0, 1e7
 job runs costs the simulator one core step, so a sub-second round multiplies the work of
 every run; past ~116 days a round is longer than any job it would share GPUs between."""
 MAX_RESTART_S = 86_400.0
-"""Seconds one restart may cost (measured: ~25 s, lyra_ray/model/restart_cost.py)."""
+"""Seconds one restart may cost (the measured one: lyra_ray/model/restart_cost.py)."""
 
 
 @dataclass(frozen=True)

@@ -124,9 +124,10 @@ METRICS: tuple[MetricDef, ...] = (
         "lyra_restart_phase_seconds",
         "histogram",
         "Where a resize's or preemption's time goes, by kind (resize, preempt) and phase: "
-        "stop_signal (request to the loop seeing it), checkpoint (to the checkpoint "
-        "written), relaunch (to the next run started), workers_up (to its first worker "
-        "reporting), first_step (to its first step), total (request to first step).",
+        "stop_signal (the scheduler's decision to the loop seeing the stop), checkpoint (to "
+        "the checkpoint written), relaunch (to the next run started), workers_up (to its "
+        "first worker reporting), first_step (to its first step), total (decision to first "
+        "step).",
         ("kind", "phase"),
         buckets=RESTART_BUCKETS_S,
     ),

@@ -84,14 +84,22 @@ def wait_for(pred: Any, timeout: float, what: str, every: float = 0.5) -> Any:
     raise AssertionError(f"timed out after {timeout:.0f}s waiting for {what}")
 
 
+WORKER_CLASSES = ("GangWorker", "RayTrainWorker")
+"""The classes of the processes that run a job's loop: a gang's warm workers (the default
+executor) and Ray Train's workers (the ``ray_train`` executor)."""
+
+
 def train_workers(address: str) -> list[Any]:
-    """The live Ray Train worker actors of the cluster at ``address`` (State API)."""
+    """The live worker actors of the cluster at ``address`` that run jobs' loops (State
+    API)."""
     from ray.util.state import list_actors
 
-    return list(
-        list_actors(
+    return [
+        a
+        for cls in WORKER_CLASSES
+        for a in list_actors(
             address=address,
-            filters=[("class_name", "=", "RayTrainWorker"), ("state", "=", "ALIVE")],
+            filters=[("class_name", "=", cls), ("state", "=", "ALIVE")],
             detail=True,
         )
-    )
+    ]

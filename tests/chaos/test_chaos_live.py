@@ -302,3 +302,118 @@ def test_hostile_payloads_leave_the_scheduler_alive_and_unchanged(client: Any) -
     case()
     assert client.list() == before and _restarts(client) == restarts
     record("live_payloads", {**out.done(), "state_unchanged": True, "restarts": 0})
+
+
+def _control_record(job_id: str) -> dict[str, Any]:
+    import ray
+
+    from lyra_ray.runtime.control import get_or_create_control
+
+    rec: dict[str, Any] = ray.get(get_or_create_control().snapshot.remote()).get(job_id, {})
+    return rec
+
+
+def _rank0_pid(job_id: str, generation: int) -> int | None:
+    """The pid of the gang worker running rank 0 of ``generation``, once it runs."""
+    import ray
+
+    from lyra_ray.contract.names import NAMESPACE, gang_actor_name
+
+    info = ray.get(ray.get_actor(gang_actor_name(job_id), namespace=NAMESPACE).info.remote())
+    if info["running"] != generation:
+        return None
+    return next((m["pid"] for m in info["members"] if m["rank"] == 0 and m["slot"]), None)
+
+
+def test_a_worker_killed_during_a_resize_costs_at_most_a_checkpoint(
+    live: LiveCluster, tmp_path: Path
+) -> None:
+    """A worker dies inside a resize, twice, then a resize is asked again before its run
+    stepped (#47; the kills above hit steady runs only). The job's loop is slowed where a
+    resize spends its time (``tests.chaos.entrypoints:slow_resize_loop``) so that each
+    kill lands inside it, found by events, not by sleeps:
+
+    1. a shrink 2 -> 1: rank 0 (the worker that stays, and the one that writes) is
+       killed while it writes the stop's checkpoint; the shrunk run resumes from the
+       last checkpoint before it;
+    2. that run's only worker is killed while it restores, before its first step: a
+       crash, restarted from the checkpoint (the retry limit counts it);
+    3. while the restarted run restores, the shrink's cause goes away: the job grows
+       again before that run stepped, and the open resize record closes as interrupted;
+       the scheduler is killed as soon as it has asked for that grow, and the restarted
+       scheduler carries the resize out.
+
+    Still: every step runs, at most one checkpoint interval twice, no generation
+    launched twice, and the job finishes with exactly its steps."""
+    from tests.ray.live_helpers import replace_scheduler
+
+    client = replace_scheduler(
+        live,
+        "tests.ray.elastic_policy:GreedyElastic",
+        round_s=3600.0,
+        run_restarts=2,
+        state_dir=str(live.workdir / "state-resize"),
+        storage_path=str(live.workdir / "ckpt-resize"),
+    )
+    log, total = tmp_path / "resized.log", 160
+    cfg = {"checkpoint_every": CKPT, "step_log": str(log), "stop_save_s": 3.0, "resume_s": 3.0}
+    el = client.submit(
+        {
+            "name": "resized",
+            "total_steps": total,
+            "min_workers": 1,
+            "max_workers": 2,
+            "throughput": {"k80": 1.0},
+            "entrypoint": "tests.chaos.entrypoints:slow_resize_loop",
+            "config": cfg,
+        }
+    )
+    wait_for(lambda: len(step_lines(log)) >= 25, 300, "the elastic job stepping on 2 workers")
+    first = client.status(el)["generation"]
+    assert client.status(el)["assignment"]["workers"] == 2
+    hold = client.submit(
+        job("hold", 100_000, tmp_path / "hold.log", workers=1, throughput={"k80": 1.0})
+    )
+    # 1. the shrink's stop seen: rank 0 now sleeps in the checkpoint it writes
+    wait_for(lambda: _control_record(el).get("stop_seen"), 120, "the stop seen", every=0.1)
+    pid = wait_for(lambda: _rank0_pid(el, first), 30, "rank 0 of the stopping run", every=0.1)
+    at_kill = max(s for _, s in step_lines(log))
+    os.kill(pid, 9)
+    # 2. the shrunk run restores (slowly): kill its only worker before it steps
+    wait_for(lambda: _control_record(el).get("generation", 0) > first, 120, "the shrunk run")
+    shrunk = _control_record(el)["generation"]
+    pid2 = wait_for(lambda: _rank0_pid(el, shrunk), 120, "the shrunk run's worker", every=0.1)
+    wait_for(lambda: _control_record(el).get("workers"), 120, "it restoring", every=0.1)
+    assert not _control_record(el).get("first_step"), "the kill came too late"
+    os.kill(pid2, 9)
+    # 3. its restart restores: the hold goes, so the job grows before this run stepped
+    wait_for(lambda: _control_record(el).get("generation", 0) > shrunk, 180, "the restart")
+    restarted = _control_record(el)["generation"]
+    wait_for(lambda: _control_record(el).get("workers"), 180, "the restarted run restoring")
+    before = _restarts(client)
+    client.cancel(hold)
+    wait_for(lambda: _control_record(el).get("stop"), 60, "the grow asked for", every=0.1)
+    _kill_scheduler()  # mid-resize: the stop asked, the next generation not yet started
+    wait_for(lambda: _restarts(client) > before, 120, "the scheduler back")
+    st = client.wait(el, timeout=600)
+    assert st["status"] == "finished" and st["steps_done"] == total, st
+    sizes = [(g, a["workers"]) for _t, j, g, a in client.call("launches") if j == el]
+    assert [w for g, w in sizes if g >= first][:4] == [2, 1, 1, 2], sizes
+    check_launches(client.call("launches"))
+    steps = check_steps(log, total, slack=CKPT)  # kill 2 and 3 repeat nothing
+    assert {g for g, _ in step_lines(log)} >= {first, restarted + 1}
+    gens = {g for g, _ in step_lines(log)}
+    assert shrunk not in gens and restarted not in gens  # neither stepped
+    resizes = [r for r in client.call("stats")["restart_phases"] if r["job_id"] == el]
+    assert any(r.get("interrupted") for r in resizes), resizes
+    assert resizes[-1]["to_workers"] == 2 and not resizes[-1].get("interrupted"), resizes
+    record(
+        "resize_kill",
+        {
+            "last_step_before_kill": at_kill,
+            "steps_repeated": steps["repeated"],
+            "checkpoint_every": CKPT,
+            "generations": sizes,
+            "interrupted_records": sum(1 for r in resizes if r.get("interrupted")),
+        },
+    )

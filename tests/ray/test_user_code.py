@@ -6,6 +6,11 @@
   workers run in the user's directory. Its entrypoint is ``def train(*args, **kwargs)``
   (a decorator without ``functools.wraps`` around the example loop), which Ray Train
   calls with its config (#42, item 2): lyra calls it the same way.
+* A loop written against Ray Train's own API (its context's world size and rank, a gloo
+  all-reduce, its own checkpoint through ``report`` and ``get_checkpoint``) runs through
+  a shrink and a grow on the default executor (warm workers) and on ``ray_train`` (a
+  real Ray Train worker group per generation: the live end-to-end check of that path),
+  and sees the same on both.
 * User modules that raise, exit or hang at import are refused at submit with a clear
   error; the import runs in a short-lived task, never in the scheduler, which stays up
   with its state unchanged.
@@ -18,6 +23,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -193,6 +199,165 @@ def test_user_code_from_a_working_dir_survives_a_preemption_and_a_resize(
     assert_every_step_once(log, total, slack=CKPT)
     # the link both ways: the lyra job names the Ray job, whose log names the lyra job
     assert st["ray_job"] and st["ray_job"] in out and jid in out, (st, out)
+
+
+RAY_API_TRAIN = '''
+"""A user's loop written against Ray Train's own API: its ranks from Ray Train's context,
+its own gloo all-reduce every step, its own checkpoint reported with ray.train.report and
+read back with ray.train.get_checkpoint(). StepLoop only says when to stop and counts."""
+import json
+import os
+import tempfile
+import time
+
+import ray.train
+import torch
+import torch.distributed as dist
+
+from lyra_ray.train import StepLoop
+
+
+def train_loop(config):
+    ctx = ray.train.get_context()
+    world, rank = ctx.get_world_size(), ctx.get_world_rank()
+    assert dist.is_initialized() and dist.get_backend() == "gloo", "no gloo process group"
+    assert (dist.get_world_size(), dist.get_rank()) == (world, rank)
+    loop = StepLoop(config)
+    loop.restore()  # lyra's step count (its own checkpoint, or the hint it passes)
+    assert (loop.world, loop.rank) == (world, rank)
+    mine = {"step": 0, "rank_sum": 0.0}
+    handed = ray.train.get_checkpoint()  # the last one reported: the user's own
+    if handed is not None:
+        with handed.as_directory() as d:
+            if os.path.exists(os.path.join(d, "mine.json")):
+                with open(os.path.join(d, "mine.json")) as f:
+                    mine = json.load(f)
+    if rank == 0:
+        with open(config["api_log"], "a") as f:
+            f.write(json.dumps({"generation": loop.generation, "world": world,
+                                "lyra_step": loop.step, "handed": mine}) + "\\n")
+    for step in loop.steps(lambda: {}):
+        t = torch.tensor([float(rank + 1)])
+        dist.all_reduce(t)  # every rank of this generation takes part
+        assert t.item() == world * (world + 1) / 2, (t.item(), world)
+        mine = {"step": step + 1, "rank_sum": mine["rank_sum"] + t.item()}
+        time.sleep(config["step_sleep_s"])
+        if rank == 0:
+            with open(config["step_log"], "a") as f:
+                f.write(f"{loop.generation} {step}\\n")
+    # after StepLoop's own checkpoint: the user's is the one reported last
+    with tempfile.TemporaryDirectory() as tmp:
+        ckpt = None
+        if rank == 0:
+            with open(os.path.join(tmp, "mine.json"), "w") as f:
+                json.dump(mine, f)
+            ckpt = ray.train.Checkpoint.from_directory(tmp)
+        ray.train.report({"rank_sum": mine["rank_sum"]}, checkpoint=ckpt)
+'''
+
+
+@pytest.fixture(params=["warm", "ray_train"])
+def executor_client(request: Any, client: Any, live: LiveCluster) -> Iterator[Any]:
+    """The module's scheduler (the default executor, ``warm``), or one on the
+    ``ray_train`` executor (a Ray Train worker group per generation) in its place, with
+    its own state and checkpoints; afterwards the module's configuration comes back on
+    a fresh state (the module's last tests check that it never restarted)."""
+    from tests.ray.live_helpers import replace_scheduler
+
+    if request.param == "warm":
+        yield client
+        return
+    policy = "tests.ray.elastic_policy:GreedyElastic"
+    wd = live.workdir
+    try:
+        yield replace_scheduler(
+            live,
+            policy,
+            token="",
+            round_s=3600.0,
+            entrypoint_check_s=15.0,
+            executor="ray_train",
+            state_dir=str(wd / "state-ray-train"),
+            storage_path=str(wd / "ckpt-ray-train"),
+        )
+    finally:  # a fresh state: the tests after this one check the scheduler never restarted
+        replace_scheduler(
+            live,
+            policy,
+            token="",
+            round_s=3600.0,
+            entrypoint_check_s=15.0,
+            state_dir=str(wd / "state-after-ray-train"),
+        )
+
+
+def test_ray_train_api_in_user_code_across_a_shrink_and_a_grow(
+    executor_client: Any, tmp_path: Path
+) -> None:
+    """A loop written against Ray Train's API (``get_context().get_world_size()`` /
+    ``get_world_rank()``, ``report(metrics, checkpoint=...)``, ``get_checkpoint()``, a
+    gloo all-reduce) behaves the same on both executors through a shrink 2 -> 1 and a
+    grow back: every generation's ranks and process group are its own size, and each
+    resumed generation is handed the user's own checkpoint, reported last, at exactly
+    the step lyra resumed from (Ray Train's rule: a rerun gets the checkpoint reported
+    last, whatever it holds). The ``ray_train`` run is the live end-to-end check of the
+    real Ray Train path with a resize, kept beside the default executor."""
+    client = executor_client
+    d = tmp_path / "ray-api"
+    d.mkdir()
+    (d / "ray_api_train.py").write_text(RAY_API_TRAIN)
+    log, api = tmp_path / "api-steps.log", tmp_path / "api.jsonl"
+    total = 300
+    raw = job(
+        "ray-api", total, log, min_workers=1, max_workers=2, throughput={"v100": 1.0},
+        entrypoint="ray_api_train:train_loop",
+        config={"step_sleep_s": 0.1, "checkpoint_every": CKPT, "api_log": str(api)},
+    )  # fmt: skip
+    jid = client.submit(raw, runtime_env={"working_dir": str(d)}, inherit_env=False)
+    wait_until(lambda: log.exists() and len(step_counts(log)) >= 20, 300, "stepping on 2")
+    assert client.status(jid)["assignment"]["workers"] == 2
+    # a rigid one-GPU job shrinks it to one worker; once it stepped at that size the
+    # rigid job goes and it grows back
+    hold = client.submit(job("api-hold", 100_000, tmp_path / "hold.log", workers=1))
+
+    def stepped_alone() -> bool:
+        ones = {r["generation"] for r in _api_runs(api) if r["world"] == 1}
+        return sum(1 for g, _ in _logged(log) if g in ones) >= 10
+
+    wait_until(stepped_alone, 300, "10 steps on one worker")
+    client.cancel(hold)
+    st = client.wait(jid, timeout=400)
+    assert st["status"] == "finished" and st["steps_done"] == total, st
+    assert st["num_resizes"] >= 2, st
+    assert_every_step_once(log, total, slack=CKPT)
+    runs = _api_runs(api)
+    sizes = [(g, a["workers"]) for _t, j, g, a in client.call("launches") if j == jid]
+    # no extra generation: a run whose loop reported last without StepLoop's step still
+    # ends "completed" (its step read from the checkpoints)
+    assert [w for _g, w in sizes] == [2, 1, 2], sizes
+    assert [r["world"] for r in runs] == [2, 1, 2], runs  # as the loop itself saw them
+    assert runs[0]["handed"]["step"] == 0 and runs[0]["lyra_step"] == 0
+    world_of = {r["generation"]: r["world"] for r in runs}
+    logged = _logged(log)
+    for r in runs[1:]:  # every resumed generation got the user's own checkpoint back ...
+        assert r["lyra_step"] > 0 and r["handed"]["step"] == r["lyra_step"], runs
+        # ... holding the all-reduced rank sums of every step before it, at each size
+        want = sum(world_of[g] * (world_of[g] + 1) / 2 for g, _ in logged if g < r["generation"])
+        assert r["handed"]["rank_sum"] == want, (r, want)
+
+
+def _api_runs(api: Path) -> list[dict[str, Any]]:
+    """What each run of the Ray-API loop saw at its start (rank 0's lines)."""
+    if not api.exists():
+        return []
+    return [json.loads(line) for line in api.read_text().splitlines() if line.strip()]
+
+
+def _logged(log: Path) -> list[tuple[int, int]]:
+    """(generation, step) of every logged step."""
+    if not log.exists():
+        return []
+    return [(int(a), int(b)) for a, b in (ln.split() for ln in log.read_text().splitlines() if ln)]
 
 
 def step_counts_by_gen(log: Path) -> list[int]:

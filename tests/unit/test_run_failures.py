@@ -59,8 +59,12 @@ def test_anything_else_from_ray_is_a_crash() -> None:
 def runtime(monkeypatch: pytest.MonkeyPatch) -> RayRuntime:
     """A RayRuntime with Ray's side effects recorded instead of made."""
     started: list[tuple[str, int]] = []
-    monkeypatch.setattr(runs, "start_run", lambda req: started.append((req.job_id, req.generation)))
-    monkeypatch.setattr(runs, "kill_run", lambda job, gen: True)
+    monkeypatch.setattr(
+        runs, "start_run", lambda req, *_: started.append((req.job_id, req.generation))
+    )
+    monkeypatch.setattr(runs, "kill_run", lambda job, gen, *_: True)
+    monkeypatch.setattr(runs, "end_job", lambda job: None)
+    monkeypatch.setattr(runs, "release", lambda job: None)
     monkeypatch.setattr(ray_runtime, "get_or_create_control", lambda: None)
     spec = m.JobSpec(name="j", total_steps=100.0, entrypoint="a:b", throughput={"k80": 1.0})
     rt = RayRuntime(lambda _j: spec, "/tmp/lyra-unused", max_restarts=2)
@@ -108,7 +112,7 @@ def test_reconcile_adopts_a_run_started_after_the_last_commit(
     control actor knows generation 1, the restored table does not. Reconcile adopts it;
     starting generation 1 again would run it twice (the fault hook's ``after_apply``)."""
     killed: list[tuple[str, int]] = []
-    monkeypatch.setattr(runs, "kill_run", lambda job, gen: killed.append((job, gen)) or True)
+    monkeypatch.setattr(runs, "kill_run", lambda job, gen, *_: killed.append((job, gen)) or True)
     a = m.Assignment("k80", 1, (("n1", 1),))
     records = {
         "j": {"generation": 1, "steps": 7.0, "outcome": None},
@@ -124,3 +128,30 @@ def test_reconcile_adopts_a_run_started_after_the_last_commit(
     assert ("gone", 3) in killed and ("gone", 2) in killed
     runtime._start("j", runtime.runs["j"].assignment)  # a later start takes the next number
     assert runtime.started == [("j", 2)]  # type: ignore[attr-defined]
+
+
+def test_a_resize_whose_scheduler_died_mid_way_is_still_recorded(runtime: RayRuntime) -> None:
+    """The scheduler is killed after asking a run to stop for a resize (#47, found by
+    the chaos test's kill mid-resize): the one that restarts from its state starts the
+    next generation, and the resize's phase record closes at that run's first step
+    (the restarted scheduler never asked for the stop itself, so it used to leave the
+    record open for good)."""
+    a1 = {"gpu_type": "k80", "workers": 2, "nodes": [["n1", 2]], "partner": None}
+    a2 = {"gpu_type": "k80", "workers": 1, "nodes": [["n1", 1]], "partner": None}
+    runtime._start("j", a1)
+    runtime.decided_at = 99.0
+    runtime._stop("j", next_assignment=a2)
+    restarted = RayRuntime(runtime.specs, "/tmp/lyra-unused", max_restarts=2)
+    restarted.inventory.nodes = dict(runtime.inventory.nodes)
+    restarted.inventory.gpu_label = dict(runtime.inventory.gpu_label)
+    restarted.load_state(runtime.to_state())
+    assert restarted.stop_requested_at == runtime.stop_requested_at
+    r = restarted.runs["j"]
+    events = restarted._ended(r, "stopped", 30.0, "", {"stop_seen": 100.0, "finished_at": 101.0})
+    assert events == [m.JobProgress("j", 30.0)] and restarted.runs["j"].generation == 2
+    restarted.phases.observe("j", 2, {"workers_up": 102.0, "first_step": 103.0})
+    (rec,) = restarted.phases.take_fresh()
+    assert (rec["from_workers"], rec["to_workers"], rec["at"]) == (2, 1, 99.0)
+    assert set(rec["phases"]) == {
+        "stop_signal_s", "checkpoint_s", "relaunch_s", "workers_up_s", "first_step_s"
+    }  # fmt: skip
