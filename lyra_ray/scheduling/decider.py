@@ -83,21 +83,26 @@ class Decider:
             and not tick
             and state.next_round_s is not None
             and folded.may_start_early
-            and self._idle_gpus_wanted(state)
+            and self._idle_gpus_wanted(state, any_type=folded.nodes_changed)
         )
-        actions = list(folded.finishes) + self._cycle(state, tick, backfill)
+        actions = list(folded.finishes) + self._cycle(state, tick, backfill, folded.nodes_changed)
         if tick:
             state.set_next_round(None)
         if state.next_round_s is None and self.allocation.fractions and state.active_jobs():
             state.set_next_round(state.now + self.round_s)
         return Decision(tuple(actions), state.next_round_s)
 
-    def _idle_gpus_wanted(self, state: CoreState, covered_only: bool = False) -> bool:
+    def _idle_gpus_wanted(
+        self, state: CoreState, covered_only: bool = False, any_type: bool = False
+    ) -> bool:
         """Whether a waiting job could start on idle GPUs; ``covered_only``: a job the
-        allocation in force covers (backfill then needs no new solve)."""
+        allocation in force covers (backfill then needs no new solve). ``any_type``: a
+        node came or went, so the allocation in force was planned for another cluster
+        (a type that just joined is in nobody's row): every waiting job counts with every
+        type it can run on."""
         active = state.active_jobs()
         running = [j.current for j in active if j.current is not None]
-        fr = self.allocation.fractions
+        fr = {} if any_type else self.allocation.fractions
         waiting = [
             (j.id, j.spec.min_workers)
             for j in active
@@ -108,11 +113,13 @@ class Decider:
             state.lent,
             running,
             waiting,
-            self.allocation.fractions,
+            fr,
             state.usable_types,
         )
 
-    def _cycle(self, state: CoreState, tick: bool, backfill: bool) -> list[m.Action]:
+    def _cycle(
+        self, state: CoreState, tick: bool, backfill: bool, nodes_changed: bool = False
+    ) -> list[m.Action]:
         """Steps 2-7, or nothing where they provably would change nothing.
 
         Two cases skip them: nothing the policy reads changed and no round boundary was
@@ -131,8 +138,13 @@ class Decider:
         snap = state.snapshot(self.round_s)
         # Backfill adopts a new allocation only when no job the one in force covers can
         # take the idle GPUs (an arrival can): with 10,000 queued jobs a solve takes
-        # over a second, and completions that free GPUs come every few cycles.
-        adopt = tick or (backfill and not self._idle_gpus_wanted(state, covered_only=True))
+        # over a second, and completions that free GPUs come every few cycles. A node
+        # that came or went is rare and changes what the policy would answer (a type
+        # that joined is in nobody's row): then the new answer is solved and adopted
+        # (the round mechanism resets on a new capacity), running jobs pinned as ever.
+        adopt = tick or (
+            backfill and (nodes_changed or not self._idle_gpus_wanted(state, covered_only=True))
+        )
         if self.stale and not self._defer_policy(snap, adopt):
             self.allocation = self.policy.allocate(snap)
             self.stale = False

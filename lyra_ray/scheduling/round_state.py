@@ -40,6 +40,10 @@ class RoundState:
     job_set: list[JobId] = field(default_factory=list)
     """The active jobs at the last reset: a different set is what triggers one."""
     last_reset: float | None = None
+    capacity: dict[GpuType, int] | None = None
+    """Training GPUs per type at the last reset: the cluster the allocation in force was
+    adopted for. A different capacity (a node joined or left) triggers a reset too.
+    ``None`` in a state saved before it was kept: then only the job set does."""
     rounds: int = 0
 
     def to_dict(self) -> dict[str, Any]:
@@ -53,6 +57,7 @@ class RoundState:
             "worker_time": self.worker_time,
             "job_set": self.job_set,
             "last_reset": self.last_reset,
+            "capacity": self.capacity,
             "rounds": self.rounds,
         }
 
@@ -82,6 +87,9 @@ class RoundState:
             seen=dict(nested(d["seen"])),
             job_set=list(d["job_set"]),
             last_reset=None if d["last_reset"] is None else float(d["last_reset"]),
+            capacity=(
+                None if d.get("capacity") is None else {g: int(n) for g, n in d["capacity"].items()}
+            ),
             rounds=int(d["rounds"]),
         )
 
@@ -105,6 +113,8 @@ class RoundMemo:
     row_gpus: Mapping[GpuType, int] | None = None
     """The GPU-count mapping ``row_of`` was built for (its types are the rows' keys)."""
     gpus_cache: tuple[tuple[Node, ...], frozenset[str], dict[GpuType, int]] | None = None
+    capacity_cache: tuple[tuple[Node, ...], dict[GpuType, int]] | None = None
+    """The training pool's GPUs per type, for the node tuple it was counted on."""
     pairs_cache: tuple[object, list[tuple[str, tuple[JobId, ...]]]] | None = None
     entry_cache: tuple[tuple[object, ...], list[str], list[EntryRow], object] | None = None
     """The last round's entry rows; they hold the bookkeeping's inner dicts, which later

@@ -7,7 +7,10 @@ so does this module (docs/gavel.md lists every rule):
 
 1. Bookkeeping. Per (job or pair, GPU type) the time it ran since the last *reset*, and
    per GPU type the sum of those times. A reset happens when the set of active jobs
-   changed (an arrival or a completion) and at least ``min_reset_interval_s`` passed
+   changed (an arrival or a completion), or the training pool's GPUs per type changed (a
+   node joined or left: Gavel's cluster is fixed, so this rule is lyra's, and without it
+   an X solved before a node joined stays in force, giving the node's type to nobody,
+   until the job set changes), and at least ``min_reset_interval_s`` passed
    since the last one (Gavel: ``minimum_time_between_allocation_resets``, 1920 s); only
    then is the policy's new X adopted — until then the previous X stays in force, so a
    newly arrived job has X = 0 and runs on leftover GPUs only. At a reset each entry's deficit
@@ -110,8 +113,9 @@ class RoundMechanism:
         gpus = self._gpus(snap)
         self._thr = self.memo.throughput_rows(snap, active, gpus)
         self._credit(active, prev)
-        if adopt and self._would_adopt(snap.now, active):
+        if adopt and self._would_adopt(snap.now, active, self._capacity(snap)):
             self._reset(snap.now, active, allocation, snap.round_s / 2.0)
+            self.state.capacity = dict(self._capacity(snap))
         wt, skip_zero = self.state.worker_time, self.skip_zero_priority
         ref = self.state.alloc_ref
         unallocated = active.keys() - ref.keys() if ref else frozenset()
@@ -153,16 +157,21 @@ class RoundMechanism:
 
         The core asks this to skip solving a policy whose answer would be ignored.
         """
-        return self._would_adopt(snap.now, self._active(snap))
+        return self._would_adopt(snap.now, self._active(snap), self._capacity(snap))
 
     def _would_adopt(
-        self, now: float, active: Mapping[JobId, JobView] | tuple[JobView, ...]
+        self,
+        now: float,
+        active: Mapping[JobId, JobView] | tuple[JobView, ...],
+        capacity: Mapping[GpuType, int],
     ) -> bool:
         last = self.state.last_reset
         # Gavel tests ``last_reset_time == 0`` as "never reset", so a reset at t = 0 does
         # not start the interval: the next change is adopted at once.
         if last is not None and last != 0.0 and now - last < self.min_reset_interval_s:
             return False
+        if self.state.capacity is not None and self.state.capacity != capacity:
+            return True
         job_set = self.state.job_set
         if len(active) != len(job_set):  # another job count: another set (ids are unique)
             return True
@@ -225,6 +234,15 @@ class RoundMechanism:
             c = (snap.nodes, snap.lent_nodes, snap.gpus_by_type())
             self.memo.gpus_cache = c
         return c[2]
+
+    def _capacity(self, snap: ClusterSnapshot) -> dict[GpuType, int]:
+        """The training pool's GPUs per type, loans left out (the policy's own choice, not
+        the cluster's): what a reset records and a node joining or leaving changes."""
+        c = self.memo.capacity_cache
+        if c is None or c[0] is not snap.nodes:
+            c = (snap.nodes, _training(snap))
+            self.memo.capacity_cache = c
+        return c[1]
 
     def _credit(self, active: Mapping[JobId, JobView], prev: Mapping[JobId, Assignment]) -> None:
         """Add last round's run time to the entry (job or pair) that ran, and its type."""
@@ -396,3 +414,11 @@ class RoundMechanism:
 def _alive(key: str, live: set[JobId]) -> bool:
     """Whether the entry's job (or both of a pair's) is active; splits only pair keys."""
     return key in live if PAIR_SEP not in key else all(m in live for m in split_pair(key))
+
+
+def _training(snap: ClusterSnapshot) -> dict[GpuType, int]:
+    out: dict[GpuType, int] = {}
+    for n in snap.nodes:
+        if n.pool == "training":
+            out[n.gpu_type] = out.get(n.gpu_type, 0) + n.num_gpus
+    return out

@@ -73,10 +73,21 @@ class CoreState:
 
     def round_due(self, now: float, events: Sequence[m.Event]) -> bool:
         """Whether folding ``events`` at ``now`` reaches a round boundary: the boundary
-        itself, or a job arriving while no rounds run (an idle cluster starts at once)."""
+        itself, or, while no rounds run, a job arriving (an idle cluster starts at once)
+        or a node joining while jobs wait.
+
+        WHY the node: rounds stop while the policy gives nobody time on a GPU (jobs
+        queued on a cluster without a type they can use). A node that joins then, e.g.
+        one the autoscaler started for them, must start the rounds at once; otherwise
+        the first round is planned a whole ``round_s`` after it, and the jobs wait that
+        long beside idle GPUs (mid-round backfill cannot help: it needs a round in force).
+        """
         if self.next_round_s is not None:
             return now >= self.next_round_s
-        return any(isinstance(e, m.JobSubmitted) for e in events)
+        return any(
+            isinstance(e, m.JobSubmitted) or (isinstance(e, m.NodeUp) and self._active)
+            for e in events
+        )
 
     def nodes_info(self) -> tuple[tuple[m.Node, ...], frozenset[NodeId]]:
         """(nodes sorted by id, inference node ids), rebuilt only when a node comes or goes.

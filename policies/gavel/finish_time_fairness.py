@@ -213,7 +213,7 @@ class FinishTimeFairnessPerf(PolicyBase):
 
     def problem(self, snap: ClusterSnapshot) -> Problem:
         p = build_problem(snap)
-        if not self.agnostic or p.n == 0:
+        if not self.agnostic or p.n == 0 or p.k == 0:  # k = 0: no GPU yet (all queued)
             return p
         # Gavel's agnostic variant: every type offers the reference type's throughput.
         if self.reference_type in p.gpu_types:

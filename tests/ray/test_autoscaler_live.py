@@ -13,6 +13,11 @@ is taken away (its raylet SIGKILLed) after its job checkpointed: the job resumes
 its checkpoint. Every job ends with exactly its steps, every worker ran on a node the
 autoscaler started, the request is in ``lyra status --json`` and in the scheduler's
 metrics, and once the queue is empty lyra stops asking and the nodes go.
+
+The jobs are queued where nothing can run them, so the nodes join late: they must be
+heard of (the desk's GPU count once took the first one's NodeUp:
+tests/unit/test_inventory_view.py) and used at once, not a round later
+(tests/unit/test_late_nodes.py).
 """
 
 from __future__ import annotations
@@ -37,12 +42,6 @@ from tests.ray.live_helpers import job
 pytestmark = [
     pytest.mark.ray,
     pytest.mark.timeout(900),
-    # Failed both runs made (2026-11-29, both after merging main): the autoscaler starts
-    # both a100 nodes (monitor.log: 2 a100 Active, 2 bundles from request_resources), but
-    # lyra's status lists one of them (have 1), and the jobs wait "for their turn in the
-    # rounds" of max_min_fairness, whose round was planned before any a100 node existed
-    # (next round 249 s away). Not run until fixed: it would spend ~3.5 min to fail.
-    pytest.mark.xfail(run=False, reason="autoscaled nodes idle until the next round; see above"),
 ]
 
 ROOT = Path(__file__).resolve().parents[2]
