@@ -204,7 +204,7 @@ def main(argv: list[str] | None = None) -> int:
         resized = sum(r["num_resizes"] for r in rows)
         verdict = (
             f"{len(rows)} jobs finished with exact steps, {len(reclaims)} reclaim(s) of a "
-            f"lent server, {resized} resizes, {report['failed']} failed request(s)"
+            f"lent server, {resized} resize(s), {report['failed']} failed request(s)"
         )
     finally:
         import ray
