@@ -203,6 +203,36 @@ TABLES: tuple[Table, ...] = (
         "benchmarks._lyra_report:ablation_table",
     ),
     Table(
+        "lyra-eval-prose",
+        "docs/lyra.md",
+        "benchmarks/results/lyra_eval.json",
+        "benchmarks._lyra_prose:pollux_goals",
+    ),
+    Table(
+        "lyra-eval-held-out",
+        "docs/lyra.md",
+        "benchmarks/results/lyra_eval.json",
+        "benchmarks._lyra_prose:held_out",
+    ),
+    Table(
+        "lyra-philly-prose",
+        "docs/lyra.md",
+        "benchmarks/results/lyra_eval_philly.json",
+        "benchmarks._lyra_prose:philly",
+    ),
+    Table(
+        "lyra-ablation-prose",
+        "docs/lyra.md",
+        "benchmarks/results/lyra_ablation.json",
+        "benchmarks._lyra_prose:ablation",
+    ),
+    Table(
+        "lyra-sensitivity-prose",
+        "docs/lyra.md",
+        "benchmarks/results/lyra_ablation.json",
+        "benchmarks._lyra_prose:sensitivity",
+    ),
+    Table(
         "lyra-sensitivity",
         "docs/lyra.md",
         "benchmarks/results/lyra_ablation.json",

@@ -4,7 +4,7 @@ On the runs of ``benchmarks/lyra_eval.py`` (every Pollux workload x seeds 0-2 in
 default regime, and the 14 Philly pairs), Basic and Lyra with one part changed at a
 time (:data:`VARIANTS`): the reserve held back, ``loan_max_remaining_s`` (the 4-h
 rule), ``lend_after_s``, phase 2's valuation (greedy instead of the knapsack), naive
-instead of knapsack reclaim, cross-type workers, the restart model (flat 25.2 s), the
+instead of knapsack reclaim, cross-type workers, the restart model (a flat ``RESTART_S``), the
 move to faster GPUs, and Lyra as it was evaluated before #44. Per variant: the runs on
 which it meets the issue's goals against Basic (mean queuing and mean JCT no greater,
 a 1 % tie counting; preempted at most 5 %), and the geometric mean over runs of its
@@ -52,9 +52,12 @@ VARIANTS: dict[str, tuple[str, dict[str, Any]]] = {
     "greedy": ("phase 2 greedy, not the knapsack", {"flexible": "greedy"}),
     "naive": ("naive reclaim, not the knapsack", {"reclaim": "naive"}),
     "one-type": ("no cross-type workers", {"mixed_types": False}),
-    "flat-price": ("a flat 25.2 s restart price", {"resize_cost_s": RESTART_S}),
+    "flat-price": (f"a flat {RESTART_S:g} s restart price", {"resize_cost_s": RESTART_S}),
     "no-move": ("no move to faster GPUs", {"move_gain_s": None}),
-    "before": ("Lyra as evaluated before #44", {**BEFORE, "resize_cost_s": RESTART_S}),
+    "before": (
+        f"Lyra as evaluated before #44 (a flat {RESTART_S:g} s price)",
+        {**BEFORE, "resize_cost_s": RESTART_S},
+    ),
 }
 LARGE, MID = "language-m-large", "language-m-mid"
 REGIMES = {
@@ -187,6 +190,16 @@ def main() -> int:
         doc["labels"] = {k: label for k, (label, _) in VARIANTS.items()}
         doc["order"] = list(VARIANTS)  # the JSON's keys are sorted
         doc["variants"] = {k: kw for k, (_, kw) in VARIANTS.items()}
+    # Parts are refreshed separately, so each records the default restart price it ran with.
+    price = doc.setdefault("restart_s", {})
+    if args.noise:
+        price["noise"] = RESTART_S
+    elif args.sensitivity:
+        price["sensitivity"] = RESTART_S
+    else:
+        price["pollux"] = RESTART_S
+        if not args.pollux_only:
+            price["philly"] = RESTART_S
     doc["command"] = "benchmarks/lyra_ablation.py"  # the full run; flags refresh parts
     args.out.write_text(json.dumps(doc, indent=1, sort_keys=True) + "\n")
     print(f"wrote {args.out}")

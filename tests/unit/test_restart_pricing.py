@@ -39,11 +39,12 @@ def test_a_price_grows_with_the_checkpoint_and_the_start_up() -> None:
     big = rm.price("b", spec("b", ckpt=BIG_MB))
     assert big == pytest.approx(plain + 20 * (SAVE_S_PER_GB + RESTORE_S_PER_GB))
     slow = rm.price("c", dataclasses.replace(spec("c"), startup_s=60.0))
-    # a job's start-up replaces the cold-start floor; whichever binds (the local workers'
-    # start or the floor) is what the plain price carried
-    local = MEASURED.workers_up_s + MEASURED.first_step_s
-    worker = max(local, MEASURED.cold_start_s)
-    assert slow == pytest.approx(plain - worker + max(local, 60.0))
+    # the stated start-up replaces the default cold-start floor in the worker term,
+    # max(workers_up + first_step, start-up): whichever of the two bound before
+    worker = MEASURED.workers_up_s + MEASURED.first_step_s
+    default = max(worker, MEASURED.cold_start_s)
+    assert slow == pytest.approx(plain - default + max(worker, 60.0))
+    assert slow > plain
 
 
 def test_a_jobs_own_restarts_replace_the_model_phase_by_phase() -> None:
