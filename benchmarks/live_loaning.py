@@ -105,7 +105,7 @@ def run_arm(
     start_scheduler(
         {
             "policy": "lyra",
-            "policy_args": {"loaning": loaning, "reserve_fraction": 0.0},
+            "policy_args": {"loaning": loaning, "reserve_fraction": 0.0, "lend_after_s": None},
             "state_dir": str(cl.workdir / f"state-{arm}"),
             "storage_path": str(cl.workdir / f"ckpt-{arm}"),
             "period_s": 1.0,

@@ -99,17 +99,22 @@ def actor_gone(name: str) -> bool:
 
 
 def start_lending_scheduler(workdir: Path, **cfg: Any) -> None:
-    """The scheduler under Lyra, lending every server serving does not need (no reserve)
-    and letting jobs of any length onto a lent server: the serving tests and benchmarks
-    want a loan at low load. It polls every 0.5 s; Serve's proxy gets a free port; ``cfg``
-    adds to (or overrides) the lyra config."""
+    """The scheduler under Lyra, lending every server serving does not need (no reserve),
+    as soon as it does not need it (``lend_after_s: None``; Lyra's default waits 10 min
+    of low demand, a guard for day-long traces), and letting jobs of any length onto a
+    lent server: the serving tests and benchmarks want a loan at low load. It polls every
+    0.5 s; Serve's proxy gets a free port; ``cfg`` adds to (or overrides) the lyra config."""
     from lyra_ray.ops.embedded import free_port
     from lyra_ray.runtime.scheduler import start_scheduler
 
     start_scheduler(
         {
             "policy": "lyra",
-            "policy_args": {"reserve_fraction": 0.0, "loan_max_remaining_s": None},
+            "policy_args": {
+                "reserve_fraction": 0.0,
+                "loan_max_remaining_s": None,
+                "lend_after_s": None,
+            },
             "state_dir": str(workdir / "state"),
             "storage_path": str(workdir / "ckpt"),
             "period_s": 0.5,
