@@ -101,11 +101,17 @@ def test_the_head_dies_and_comes_back_with_nothing_lost(host: Any, tmp_path: Pat
     cfg = {"step_sleep_s": 0.25, "checkpoint_every": CKPT}
     logs = {n: tmp_path / f"{n}.log" for n in ("a", "b", "c")}
     jobs = [job(n, total, p, throughput={"k80": 1.0}, config=cfg) for n, p in logs.items()]
+    # a user's own Serve app (examples/dense: a real torch MLP), as any service is now
     service = {
         "name": "dense",
-        "model": "dense",
+        "import_path": "dense_app:app",
+        "args": {"hidden": 64, "layers": 2},
+        "runtime_env": {"working_dir": str(ROOT / "examples" / "dense")},
+        "deployments": [
+            {"name": "DenseModel", "ray_actor_options": {"num_gpus": 1, "num_cpus": 0.25}},
+            {"name": "Api", "ray_actor_options": {"num_cpus": 0.25}},
+        ],
         "replicas_per_server": 1,
-        "config": {"service_ms": 5},
     }
     spec = {"service": service, "jobs": jobs, "past_steps": CKPT + 2}
     state = _driver(hc, "before", spec)
