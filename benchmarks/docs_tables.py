@@ -65,6 +65,18 @@ def _pattern(marker: str) -> re.Pattern[str]:
 
 TABLES: tuple[Table, ...] = (
     Table(
+        "suite-runs",
+        "docs/testing.md",
+        "benchmarks/results/suite_times.json",
+        "benchmarks._suite_table:runs",
+    ),
+    Table(
+        "suite-tiers",
+        "docs/testing.md",
+        "benchmarks/results/suite_times.json",
+        "benchmarks._suite_table:tiers",
+    ),
+    Table(
         "h200-catalogue",
         "docs/profiling.md",
         "lyra_ray/model/data/h200_throughputs.json",
