@@ -27,17 +27,13 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from lyra_ray.ops.embedded import free_port
+
 INSTALL_HINT = "needs Debian's redis-server: run `scripts/ensure_deb.sh redis-server redis`"
 
 
 def redis_binary() -> str | None:
     return shutil.which("redis-server")
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 @dataclass
