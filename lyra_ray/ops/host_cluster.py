@@ -52,7 +52,8 @@ from lyra_ray.ops.autoscaling_config import (
     localize,
 )
 from lyra_ray.ops.cluster_yaml import load_cluster_yaml
-from lyra_ray.ops.redis import RedisServer, free_port, start_redis, stop_redis
+from lyra_ray.ops.embedded import free_port
+from lyra_ray.ops.redis import RedisServer, start_redis, stop_redis
 
 log = logging.getLogger(__name__)
 
