@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from lyra_ray.sdk import Client
+from tests.chaos.helpers import wait_for
 
 MARK = "head_driver result: "
 
@@ -45,14 +46,7 @@ def _answers(url: str) -> bool:
         return False
 
 
-def _until(pred: Any, timeout: float, what: str, every: float = 0.25) -> Any:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        got = pred()
-        if got:
-            return got
-        time.sleep(every)
-    raise SystemExit(f"timed out after {timeout:.0f} s waiting for {what}")
+_until = wait_for
 
 
 def before(address: str, token: str | None, spec: dict[str, Any]) -> dict[str, Any]:

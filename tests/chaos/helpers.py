@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
+import sys
 import time
 from collections import defaultdict
 from pathlib import Path
@@ -72,6 +74,22 @@ def check_launches(launches: list[Any]) -> None:
     pairs = [(jid, gen) for _t, jid, gen, _a in launches]
     dup = {p for p in pairs if pairs.count(p) > 1}
     assert not dup, f"generations launched twice: {sorted(dup)}"
+
+
+def lyra_cli(*args: str, env: dict[str, str], timeout: float = 600) -> str:
+    """``lyra ARGS`` as a user runs it, from the repository root: its stdout, after
+    checking it succeeded (else the tails of its output)."""
+    root = Path(__file__).resolve().parents[2]
+    out = subprocess.run(
+        [sys.executable, "-m", "lyra_ray.cli", *args],
+        cwd=root,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
+    assert out.returncode == 0, f"lyra {' '.join(args)}: {out.stdout[-2000:]}{out.stderr[-3000:]}"
+    return out.stdout
 
 
 def wait_for(pred: Any, timeout: float, what: str, every: float = 0.5) -> Any:

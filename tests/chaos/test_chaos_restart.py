@@ -28,7 +28,7 @@ from typing import Any
 
 import pytest
 
-from tests.chaos.helpers import check_steps, record, size, step_lines
+from tests.chaos.helpers import check_steps, lyra_cli, record, size, step_lines
 from tests.ray.live_helpers import job
 
 pytestmark = [pytest.mark.ray, pytest.mark.timeout(1200)]
@@ -37,18 +37,7 @@ ROOT = Path(__file__).resolve().parents[2]
 CKPT = 10
 
 
-def _lyra(*args: str, env: dict[str, str]) -> str:
-    """``lyra ARGS`` as a user runs it: its stdout, after checking it succeeded."""
-    out = subprocess.run(
-        [sys.executable, "-m", "lyra_ray.cli", *args],
-        cwd=ROOT,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
-    assert out.returncode == 0, f"lyra {' '.join(args)}: {out.stdout[-2000:]}{out.stderr[-3000:]}"
-    return out.stdout
+_lyra = lyra_cli
 
 
 def _driver(phase: str, home: Path, arg: Any, env: dict[str, str]) -> Any:

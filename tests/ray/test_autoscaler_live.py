@@ -25,8 +25,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import subprocess
-import sys
 import time
 import urllib.request
 from collections.abc import Iterator
@@ -36,7 +34,7 @@ from typing import Any
 import pytest
 import yaml
 
-from tests.chaos.helpers import check_steps, step_lines, wait_for
+from tests.chaos.helpers import check_steps, lyra_cli, step_lines, wait_for
 from tests.ray.live_helpers import job
 
 pytestmark = [
@@ -89,16 +87,7 @@ def _lyra(hc: Any, *args: str) -> str:
         "LYRA_HOME": hc.heads[0].home,
         "PYTHONPATH": str(ROOT),
     }
-    out = subprocess.run(
-        [sys.executable, "-m", "lyra_ray.cli", *args],
-        cwd=ROOT,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-    assert out.returncode == 0, f"lyra {args}: {out.stdout[-2000:]}{out.stderr[-3000:]}"
-    return out.stdout
+    return lyra_cli(*args, env=env, timeout=300)
 
 
 def _metrics(address: str) -> str:
