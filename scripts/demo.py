@@ -207,9 +207,9 @@ def main(argv: list[str] | None = None) -> int:
             f"lent server, {resized} resize(s), {report['failed']} failed request(s)"
         )
     finally:
-        import ray
+        from lyra_ray.ops.embedded import disconnect
 
-        ray.shutdown()
+        disconnect()
         if not args.keep:
             lyra("down", check=False)
     print(f"demo {'OK' if ok else 'FAILED'}: {verdict}")

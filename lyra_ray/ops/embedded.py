@@ -30,6 +30,24 @@ ADDRESS_VARS = ("RAY_ADDRESS", "RAY_API_SERVER_ADDRESS")
 """Where Ray's clients look first for a cluster, even over an address they are given."""
 
 
+def disconnect() -> None:
+    """End this driver's Ray session and forget Serve's cached controller client.
+
+    WHY: Serve keeps its controller client in a module global and trusts it while the
+    driver's job id matches, but every fresh cluster numbers its first driver job
+    ``01000000`` again. A process that connects to a second cluster (the suite, one
+    cluster per module; an embedded ``lyra up`` after another) then talks to the first
+    cluster's dead controller: "Can't find actor ... from a different cluster".
+    """
+    import ray
+
+    with suppress(ImportError):
+        from ray.serve.context import _set_global_client
+
+        _set_global_client(None)  # type: ignore[no-untyped-call]
+    ray.shutdown()
+
+
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -73,9 +91,7 @@ class EmbeddedCluster:
         self.cluster.remove_node(self.nodes.pop(node_id))
 
     def shutdown(self) -> None:
-        import ray
-
-        ray.shutdown()
+        disconnect()
         self.cluster.shutdown()
         for k in ADDRESS_VARS:
             os.environ.pop(k, None)

@@ -28,6 +28,7 @@ from lyra_ray.model.errors import InputError
 from lyra_ray.model.pools import parse_pool
 from lyra_ray.model.spec import read_text_input, safe_load_yaml
 from lyra_ray.ops.cluster_yaml import with_node_types
+from lyra_ray.ops.embedded import disconnect
 
 log = logging.getLogger(__name__)
 
@@ -163,11 +164,9 @@ def up(
     except BaseException:
         if info["pids"]:
             log.warning("lyra up failed: stopping the %d node(s) it started", len(info["pids"]))
-            import ray
-
             # disconnect first: a driver left connected to the GCS `down` ends aborts
             # this process 60 s later, before the error below is ever printed
-            ray.shutdown()
+            disconnect()
             down(str(h))
         raise
 
@@ -305,7 +304,7 @@ def _up(
         _save(h, info)
     info["config"] = {k: v for k, v in vars(cfg).items() if k != "throughputs"}
     _save(h, info)
-    ray.shutdown()
+    disconnect()
     return info
 
 

@@ -131,12 +131,18 @@ class ServingPool:
         self._resize_demand(saved.get("estimators", {}))
         if self.services:
             self._start_serve()
-            running = serve.status().applications
-            for spec in self.services.values():
-                name = apps.ingress_app_name(spec.name)
-                if name not in running:
-                    log.info("service %s: its ingress deployed again", spec.name)
-                    deploy_unblocked(apps.ingress_of(spec, self.upstream()), name, spec.http_route)
+            self._keep_ingresses(serve.status().applications)
+
+    def _keep_ingresses(self, status: Mapping[str, Any]) -> None:
+        """Deploy again every service's ingress that Serve does not run: a new cluster
+        under an old state, or one deleted behind the scheduler's back (a restarted
+        scheduler may read it while Serve still lists it as deleting; once it is gone,
+        the next poll puts it back)."""
+        for spec in self.services.values():
+            name = apps.ingress_app_name(spec.name)
+            if name not in status:
+                log.info("service %s: its ingress deployed again", spec.name)
+                deploy_unblocked(apps.ingress_of(spec, self.upstream()), name, spec.http_route)
 
     # ------------------------------------------------------------------ nodes
 
@@ -412,6 +418,7 @@ class ServingPool:
         status = serve.status().applications if self.services else {}
         self._status = status
         self.keeper.keep(s.app.runtime_env for s in self.services.values() if s.app)
+        self._keep_ingresses(status)
         for node, st in sorted(self.state.items()):
             if st == DRAINING:
                 self._drain_step(node, status)

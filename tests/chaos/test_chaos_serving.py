@@ -303,8 +303,11 @@ def test_a_restarted_scheduler_deploys_again_what_serve_lost(
     scheduler = ray.get_actor(SCHEDULER_ACTOR, namespace=NAMESPACE)
     ray.kill(scheduler, no_restart=False)  # first, so the old one re-deploys nothing
     t0 = time.monotonic()
-    serve.delete(ingress_app_name("user"))
-    serve.delete(backend_app_name("user", server))
+    # not blocking: the restarted scheduler may read Serve's status while the deletes are
+    # under way (the apps listed as deleting) or after (gone); either way it must end
+    # with both deployed again, and a blocking delete would only race its redeploy
+    serve.delete(ingress_app_name("user"), _blocking=False)
+    serve.delete(backend_app_name("user", server), _blocking=False)
     wait_for(lambda: int(client.call("ping")["restarts"]) > restarts, 120, "a restart")
     assert client.call("ping")["restored"]["services_dropped"] == {}
 

@@ -74,9 +74,9 @@ def host(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
     try:
         yield hc
     finally:
-        import ray
+        from lyra_ray.ops.embedded import disconnect
 
-        ray.shutdown()
+        disconnect()
         hc.down()
 
 
