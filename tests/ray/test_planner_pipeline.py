@@ -30,7 +30,6 @@ from __future__ import annotations
 
 import math
 import os
-import socket
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -44,7 +43,7 @@ ray = pytest.importorskip("ray")
 torch = pytest.importorskip("torch")
 from scipy.stats import spearmanr  # noqa: E402
 
-from lyra_ray.ops.embedded import disconnect  # noqa: E402
+from lyra_ray.ops.embedded import disconnect, free_port  # noqa: E402
 from lyra_ray.parallelism import (  # noqa: E402
     Constants,
     GpuSpec,
@@ -138,12 +137,6 @@ def model_spec() -> Any:
     layers += [LayerCost(f"block{i}", 0, 0, 24 * HIDDEN**2, 8 * out, out) for i in range(BLOCKS)]
     layers.append(LayerCost("head", 0, 0, 2 * VOCAB * HIDDEN, 8.0 * SEQ * VOCAB, 4.0))
     return layer_list("tiny-gpt", layers)
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 @contextmanager
