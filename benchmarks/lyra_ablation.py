@@ -19,6 +19,11 @@ move when nothing but timing changes. Writes ``benchmarks/results/lyra_ablation.
     .venv/bin/python benchmarks/lyra_ablation.py --sensitivity   # ~3 min
     .venv/bin/python benchmarks/lyra_ablation.py --noise         # ~1 min
     .venv/bin/python benchmarks/lyra_ablation.py --pollux-only   # ~5 min, Philly kept
+    .venv/bin/python benchmarks/lyra_ablation.py --grid          # ~4 min
+
+``--grid`` re-chooses ``lend_after_s`` x ``move_gain_s`` the way the defaults were chosen,
+on the Pollux runs that chose them (workloads 1, 2, 6), and runs every pair on all 24
+runs beside it: whether a choice made on the tuning runs carries to the held-out ones.
 """
 
 from __future__ import annotations
@@ -131,10 +136,33 @@ def noise(base: argparse.Namespace, jitter_s: float = 60.0) -> dict[str, Any]:
     return {"jitter_s": jitter_s, "runs": rows}
 
 
+GRID_LEND = (None, 300.0, 600.0, 1200.0, 1800.0)
+GRID_MOVE = (None, 1800.0, 3600.0, 7200.0)
+
+
+def grid(base: argparse.Namespace) -> dict[str, Any]:
+    """Each (lend_after_s, move_gain_s) pair on the tuning runs and on all 24."""
+    variants = {
+        f"lend={la},move={mg}": {"lend_after_s": la, "move_gain_s": mg}
+        for la in GRID_LEND
+        for mg in GRID_MOVE
+    }
+    cases = [W.pollux_case(w, s, base) for w in W.POLLUX_WORKLOADS for s in (0, 1, 2)]
+    got = run_all(cases, variants)
+    tuned = {c.key for c in cases if not c.held_out}
+    rows = {}
+    for k, kw in variants.items():
+        pairs = [(got["runs"][c][k], got["runs"][c]["basic"]) for c in got["runs"]]
+        in_tuned = [(a, b) for c, (a, b) in zip(got["runs"], pairs, strict=True) if c in tuned]
+        rows[k] = {"args": kw, "tuning_runs": tally(in_tuned), "all_runs": tally(pairs)}
+    return {"tuning_workloads": list(W.TUNED_POLLUX), "variants": rows}
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--sensitivity", action="store_true")
     ap.add_argument("--noise", action="store_true")
+    ap.add_argument("--grid", action="store_true", help="lend_after_s x move_gain_s (~4 min)")
     ap.add_argument(
         "--pollux-only",
         action="store_true",
@@ -146,6 +174,12 @@ def main() -> int:
     doc: dict[str, Any] = json.loads(args.out.read_text()) if args.out.is_file() else {}
     base = E.parser().parse_args([])
     base.fraction = DEFAULT_FRACTION
+    if args.grid:
+        doc["grid"] = grid(base)
+        doc.setdefault("restart_s", {})["grid"] = RESTART_S
+        args.out.write_text(json.dumps(doc, indent=1, sort_keys=True) + "\n")
+        print(f"wrote {args.out}")
+        return 0
     if args.noise:
         doc["noise"] = noise(base)
     elif args.sensitivity:

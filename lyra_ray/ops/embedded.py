@@ -16,13 +16,14 @@ import signal
 import socket
 import tempfile
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 log = logging.getLogger(__name__)
+T = TypeVar("T")
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -203,33 +204,43 @@ def _alive(pid: int) -> bool:
     return True
 
 
-def _start_head(cluster_cls: Any) -> tuple[Any, int]:
-    """The head node (no GPU, 1 CPU, the dashboard on); returns (cluster, dashboard port)."""
+def start_with_retries(start: Callable[[], T]) -> T:
+    """``start()`` (which starts a Ray head), tried again on fresh ports when it fails
+    the transient ways of :data:`_TRANSIENT`, with what a failed try left running ended;
+    any other failure is raised at once. ``start`` picks its ports anew on each call."""
     for attempt in range(1, HEAD_TRIES + 1):
-        dash = free_port()
         before = _children()
         try:
-            cluster = cluster_cls(
-                initialize_head=True,
-                head_node_args={
-                    "num_cpus": 1,
-                    "num_gpus": 0,
-                    "object_store_memory": 100 * 2**20,
-                    "include_dashboard": True,
-                    "dashboard_host": "127.0.0.1",
-                    "dashboard_port": dash,
-                    "dashboard_agent_listen_port": free_port(),
-                    "labels": {"pool": "head"},
-                },
-            )
+            return start()
         except Exception as e:  # Ray raises a bare Exception for both
             _end_processes(_children() - before)
             if not any(m in str(e) for m in _TRANSIENT) or attempt == HEAD_TRIES:
                 raise
             log.warning("the Ray head failed to start (%s); starting it again", e)
-            continue
-        return cluster, dash
     raise AssertionError("unreachable")
+
+
+def _start_head(cluster_cls: Any) -> tuple[Any, int]:
+    """The head node (no GPU, 1 CPU, the dashboard on); returns (cluster, dashboard port)."""
+
+    def start() -> tuple[Any, int]:
+        dash = free_port()
+        cluster = cluster_cls(
+            initialize_head=True,
+            head_node_args={
+                "num_cpus": 1,
+                "num_gpus": 0,
+                "object_store_memory": 100 * 2**20,
+                "include_dashboard": True,
+                "dashboard_host": "127.0.0.1",
+                "dashboard_port": dash,
+                "dashboard_agent_listen_port": free_port(),
+                "labels": {"pool": "head"},
+            },
+        )
+        return cluster, dash
+
+    return start_with_retries(start)
 
 
 @contextmanager

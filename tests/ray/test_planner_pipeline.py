@@ -43,7 +43,7 @@ ray = pytest.importorskip("ray")
 torch = pytest.importorskip("torch")
 from scipy.stats import spearmanr  # noqa: E402
 
-from lyra_ray.ops.embedded import disconnect, free_port  # noqa: E402
+from lyra_ray.ops.embedded import disconnect, free_port, start_with_retries  # noqa: E402
 from lyra_ray.parallelism import (  # noqa: E402
     Constants,
     GpuSpec,
@@ -147,13 +147,18 @@ def running_workers() -> Iterator[list[Any]]:
     root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [root, os.environ.get("PYTHONPATH")]))
     os.environ.setdefault("RAY_TMPDIR", f"/tmp/lyra-pipeline-{os.getuid()}")
-    cluster = Cluster(
-        initialize_head=True,
-        head_node_args={
-            "num_cpus": STAGES,
-            "object_store_memory": 100 * 2**20,
-            "include_dashboard": False,
-        },
+    # WHY retried: Ray gives a new head's raylet a fixed 30 s to register; under a CPU hog
+    # that ran out here ("The current node timed out during startup"), as it had for the
+    # other modules' heads, which start_with_retries already covered
+    cluster = start_with_retries(
+        lambda: Cluster(
+            initialize_head=True,
+            head_node_args={
+                "num_cpus": STAGES,
+                "object_store_memory": 100 * 2**20,
+                "include_dashboard": False,
+            },
+        )
     )
     try:
         ray.init(address=cluster.address, log_to_driver=False)
