@@ -70,7 +70,9 @@ def read_junit(path: Path) -> dict[str, Any]:
         t["seconds"] += m["seconds"]
         t["tests"] += m["tests"]
         t["modules"] += 1
+    started = suite.get("timestamp")
     return {
+        "started": started,
         "wall_s": round(float(suite.get("time", "0")), 1),
         "tests": int(suite.get("tests", "0")),
         "failures": int(suite.get("failures", "0")) + int(suite.get("errors", "0")),
@@ -100,12 +102,16 @@ def main(argv: list[str] | None = None) -> int:
     )
     ap.add_argument("--note", default="", help="how the run was made (load, env)")
     ap.add_argument("--replace", action="store_true", help="keep only this run")
+    ap.add_argument("--commit", default=None, help="the commit the run tested (default: HEAD now)")
     args = ap.parse_args(argv)
     run = read_junit(args.junit)
+    # WHY the run's own start: a run is often recorded later, after other commits
+    started = run.pop("started", None)
+    at = datetime.fromisoformat(started) if started else datetime.now(UTC)
     run.update(
         note=args.note,
-        commit=_commit(),
-        at=datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"),
+        commit=args.commit or _commit(),
+        at=at.astimezone(UTC).strftime("%Y-%m-%d %H:%M UTC"),
         host=f"{platform.system()} {platform.machine()}, Python {platform.python_version()}",
     )
     old: dict[str, Any] = {"runs": []}
