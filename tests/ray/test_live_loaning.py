@@ -169,11 +169,15 @@ def test_bad_service_input_is_refused_and_changes_nothing(client: Any, app_dir: 
 
 
 HIGH = {"post": 10.0, "get": 2.0, "stream": 1.5}
-LOW = {"post": 1.0, "get": 0.5, "stream": 0.8}
+LOW = {"post": 1.0, "get": 0.5, "stream": 0.4}
+HELD_N = 20
 """A POST takes 300 ms of model time, a stream 12 tokens 0.3 s apart (3.6 s); lyra's
 target is 3 in flight per GPU replica, 6 per server (2 GPUs). High: ~10 in flight, both
-servers. Low: ~4 (most of it streams, so that streams run on the server being drained),
-one server."""
+servers. Low: ~4, one server: open-loop streams (~1.4 in flight) beside streams of
+``HELD_N`` tokens (6 s) held in flight on each server until a server is lent
+(``AppTraffic.hold``), so that one runs on the server being drained. (With open-loop
+streams alone, ~2.9 in flight, none ran there in about one run of four: CI and one
+whole suite failed on it.)"""
 
 
 class HandleCaller:
@@ -254,7 +258,9 @@ def test_a_users_app_is_lent_and_reclaimed_under_traffic(
         copies = {n: _replica_actors(backend_app_name("shop", n)) for n in _servers(client)}
         assert all(len(ids) == 3 for ids in copies.values()), copies  # Front, 2 x Model
         traffic.set_rates(LOW)
+        traffic.hold(HELD_N)
         wait_until(lambda: "lent" in _servers(client).values(), 180, "a server lent")
+        traffic.hold(0)
         (lent,) = [n for n, st in _servers(client).items() if st == "lent"]
         (kept,) = set(copies) - {lent}
         wait_until(lambda: sizes()[-1] == 4, 240, "the elastic job grown onto the lent server")
