@@ -147,8 +147,7 @@ class AppTraffic:
                 continue  # at most one a server: held streams must not raise the demand
             task = asyncio.create_task(self._one("stream", self.held))
             tasks.add(task)
-            task.add_done_callback(tasks.discard)
-            await asyncio.sleep(0.2)  # its record appended before the next look
+            task.add_done_callback(tasks.discard)  # its record is in before the next look
 
     async def _run(self) -> None:
         tasks: set[asyncio.Task[None]] = set()
