@@ -76,14 +76,18 @@ class EmbeddedCluster:
         # then gets 'POST 404' (issue #31: a lent server reclaimed, or a service's first
         # server, under traffic). On a real cluster each node's proxy has its own address;
         # here the nodes' proxies listen on a port no client is given.
-        node = self.cluster.add_node(
-            num_cpus=cpus,
-            num_gpus=gpus,
-            object_store_memory=80 * 2**20,
-            resources={f"accelerator_type:{gpu.upper()}": 1},
-            labels={"gpu-type": gpu, "pool": pool},
-            dashboard_agent_listen_port=free_port(),
-            env_vars={"RAY_SERVE_WORKER_PROXY_HTTP_PORT": str(self.worker_proxy_port)},
+        # WHY retried: a node's raylet has the same fixed 30 s to register as the head's
+        # (one CI run lost a whole module to it, right after another cluster shut down).
+        node = start_with_retries(
+            lambda: self.cluster.add_node(
+                num_cpus=cpus,
+                num_gpus=gpus,
+                object_store_memory=80 * 2**20,
+                resources={f"accelerator_type:{gpu.upper()}": 1},
+                labels={"gpu-type": gpu, "pool": pool},
+                dashboard_agent_listen_port=free_port(),
+                env_vars={"RAY_SERVE_WORKER_PROXY_HTTP_PORT": str(self.worker_proxy_port)},
+            )
         )
         self.nodes[node.node_id] = node
         return str(node.node_id)
@@ -205,7 +209,7 @@ def _alive(pid: int) -> bool:
 
 
 def start_with_retries(start: Callable[[], T]) -> T:
-    """``start()`` (which starts a Ray head), tried again on fresh ports when it fails
+    """``start()`` (which starts a Ray head or node), tried again on fresh ports when it fails
     the transient ways of :data:`_TRANSIENT`, with what a failed try left running ended;
     any other failure is raised at once. ``start`` picks its ports anew on each call."""
     for attempt in range(1, HEAD_TRIES + 1):

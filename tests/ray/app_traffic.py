@@ -47,12 +47,14 @@ class AppTraffic:
         self.rates.update(rates)
 
     def hold(self, n: int) -> None:
-        """Keep streams of ``n`` tokens in flight, as many as servers seen, a new one
-        started as one ends (the router sends it to the server with the fewest in
+        """Keep a stream of ``n`` tokens in flight on every server seen, a new one started
+        while one has none (the router sends it to the server with the fewest in
         flight); 0 stops. Why: whether an open-loop stream happens to run on a server
         when it starts draining is chance (Poisson, ~1.5 streams a server at the loaning
-        tests' low rate: none about one time in four); held streams leave a server
-        without one only while both run on the other, for at most one stream's length."""
+        tests' low rate: none about one time in four). One held stream a server was not
+        enough either (CI failed once more): the router can put both on one server, the
+        other then has none for a whole stream. So another starts while any server has
+        none, up to two a server (the demand stays below one server's)."""
         self.held = n
 
     def stop(self) -> dict[str, Any]:
@@ -143,8 +145,8 @@ class AppTraffic:
             seen = {r["node"] for r in self.records if r.get("node")}
             covered = {r["node"] for r in live if r.get("node")}
             starting = [r for r in live if not r.get("node")]
-            if starting or covered >= seen or len(live) >= max(1, len(seen)):
-                continue  # at most one a server: held streams must not raise the demand
+            if starting or covered >= seen or len(live) >= 2 * max(1, len(seen)):
+                continue  # one at a time, each routed before the next is decided
             task = asyncio.create_task(self._one("stream", self.held))
             tasks.add(task)
             task.add_done_callback(tasks.discard)  # its record is in before the next look
