@@ -108,7 +108,9 @@ def test_ray_trains_own_construction_passes_the_same_arguments() -> None:
 
 
 @pytest.mark.parametrize(
-    "fn", [two, functools.partial(two), lambda a, b: None, _no_wraps(two)], ids=str
+    "fn",
+    [two, functools.partial(two), lambda a, b: None, _no_wraps(two)],
+    ids=["two", "partial", "lambda", "wrapper-without-wraps"],  # stable: no addresses
 )
 def test_a_function_ray_train_refuses_is_refused_in_one_line(fn: Callable[..., Any]) -> None:
     from ray.train._internal.utils import count_required_parameters
