@@ -10,7 +10,10 @@ failing ones in ``.hypothesis/`` (ignored by git) to replay them.
 from __future__ import annotations
 
 import os
+import sys
+from collections.abc import Iterator
 
+import pytest
 from hypothesis import settings
 
 settings.register_profile("lyra-ci", derandomize=True, database=None)
@@ -18,3 +21,24 @@ settings.register_profile("lyra-explore", derandomize=False)
 settings.load_profile(
     "lyra-explore" if os.environ.get("LYRA_HYPOTHESIS_RANDOM") == "1" else "lyra-ci"
 )
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _ray_session_ends_with_its_module() -> Iterator[None]:
+    """No Ray driver session outlives the module that made it.
+
+    WHY: each live module starts its own cluster and connects to it; a module whose
+    connection outlived it (its own teardown skipped, or a client thread that connected
+    again after the cluster stopped) made the next module's ``ray.init`` fail with
+    "Maybe you called ray.init twice by accident?". In the usual order no module does;
+    run two to a process in another order (``pytest -n 2 --dist loadfile``), 16 tests of
+    two modules errored so. Isolation belongs to the tests, so the guard is here, not in
+    ``start_embedded`` (a user's process connected elsewhere is refused as Ray refuses
+    it). Ray is looked at only when a test imported it: unit modules pay nothing.
+    """
+    yield
+    ray = sys.modules.get("ray")
+    if ray is not None and ray.is_initialized():
+        from lyra_ray.ops.embedded import disconnect
+
+        disconnect()
