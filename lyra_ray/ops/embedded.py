@@ -144,14 +144,16 @@ def start_embedded(
     return live
 
 
-HEAD_TRIES = 3
-"""Ray gives a new head's raylet a fixed 30 s to register with its GCS; on two loaded
-cores (a cluster shutting down beside it) that has run out. Another try, on fresh ports,
-costs nothing when the first succeeds. Three, because one full ``make test`` met two
-transient failures back to back (the registration timeout, then the dashboard dying)."""
+START_TRIES = 3
+"""Ray gives a new node's raylet, the head's or a later node's, a fixed 30 s to register
+with its GCS; on two loaded cores (a cluster shutting down beside it) that has run out.
+Another try, on fresh ports, costs nothing when the first succeeds. Three, because one
+full ``make test`` met two transient failures back to back (the registration timeout,
+then the dashboard dying)."""
 _TRANSIENT = ("timed out during startup", "Failed to read dashboard.err", "gcs_server_port")
-"""The head start failures seen in full ``make test`` runs right after the previous
-module's cluster shut down: the raylet's registration timeout; the dashboard process
+"""The start failures seen in full ``make test`` runs right after the previous module's
+cluster shut down: the raylet's registration timeout (a head's, and once a later
+node's); the head's dashboard process
 dying at once (return code -6, before it wrote a log), which Ray reports as failing to
 read its ``dashboard.err``; and the GCS server not publishing its port within Ray's
 wait (``Timed out waiting for file .../gcs_server_port_...``). The GCS had not even
@@ -212,13 +214,13 @@ def start_with_retries(start: Callable[[], T]) -> T:
     """``start()`` (which starts a Ray head or node), tried again on fresh ports when it fails
     the transient ways of :data:`_TRANSIENT`, with what a failed try left running ended;
     any other failure is raised at once. ``start`` picks its ports anew on each call."""
-    for attempt in range(1, HEAD_TRIES + 1):
+    for attempt in range(1, START_TRIES + 1):
         before = _children()
         try:
             return start()
         except Exception as e:  # Ray raises a bare Exception for both
             _end_processes(_children() - before)
-            if not any(m in str(e) for m in _TRANSIENT) or attempt == HEAD_TRIES:
+            if not any(m in str(e) for m in _TRANSIENT) or attempt == START_TRIES:
                 raise
             log.warning("the Ray head failed to start (%s); starting it again", e)
     raise AssertionError("unreachable")

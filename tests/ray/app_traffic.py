@@ -34,7 +34,7 @@ class AppTraffic:
         self.rates = {k: 0.0 for k in KINDS}
         self.records: list[dict[str, Any]] = []
         self.held = 0
-        """Streams kept in flight on every server seen (:meth:`hold`)."""
+        """Tokens of each held stream (:meth:`hold`); 0: no stream is held."""
         self._stop = threading.Event()
         self._thread = threading.Thread(target=lambda: asyncio.run(self._run()), daemon=True)
 

@@ -65,7 +65,7 @@ def test_the_head_gets_no_stale_address_and_later_nodes_get_this_clusters(
 def test_a_head_that_timed_out_during_startup_is_started_once_more() -> None:
     """Ray's fixed 30 s for a head's raylet to register ran out under load (a full
     ``make test``): the embedded cluster tries again on fresh ports, up to
-    ``HEAD_TRIES`` times; any other failure, or the last try's, is raised as it is."""
+    ``START_TRIES`` times; any other failure, or the last try's, is raised as it is."""
     import pytest
 
     from lyra_ray.ops import embedded
@@ -85,8 +85,8 @@ def test_a_head_that_timed_out_during_startup_is_started_once_more() -> None:
     assert len(calls) == 2 and calls[1]["dashboard_port"] == dash
     calls.clear()
     with pytest.raises(Exception, match="timed out during startup"):
-        embedded._start_head(flaky(embedded.HEAD_TRIES))
-    assert len(calls) == embedded.HEAD_TRIES
+        embedded._start_head(flaky(embedded.START_TRIES))
+    assert len(calls) == embedded.START_TRIES
     calls.clear()  # the dashboard dying at start (return code -6), as Ray reports it
     dashboard = "Failed to read dashboard.err file: [Errno 2] No such file or directory"
     embedded._start_head(flaky(1, dashboard))

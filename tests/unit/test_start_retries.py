@@ -41,10 +41,10 @@ def test_a_node_whose_raylet_timed_out_is_started_again(tmp_path: Any) -> None:
 
 
 def test_a_node_that_keeps_failing_raises_after_the_last_try(tmp_path: Any) -> None:
-    cluster = FlakyCluster([Exception(TRANSIENT)] * embedded.HEAD_TRIES)
+    cluster = FlakyCluster([Exception(TRANSIENT)] * embedded.START_TRIES)
     with pytest.raises(Exception, match="timed out during startup"):
         _live(cluster, tmp_path).add_gpu_node("v100", 2)
-    assert cluster.calls == embedded.HEAD_TRIES
+    assert cluster.calls == embedded.START_TRIES
 
 
 def test_any_other_failure_is_raised_at_once(tmp_path: Any) -> None:
