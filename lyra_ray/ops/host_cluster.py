@@ -7,17 +7,10 @@ type's resources in ``RAY_OVERRIDE_RESOURCES``) and each worker by running
 ``worker_start_ray_commands``; the autoscaler then adds and removes workers. Here the
 same command lines run as processes on this machine, each in a session of its own (its
 process group is what :meth:`HostCluster.down` ends, never ``ray stop``), changed only
-where one host demands it:
-
-- ``ray start``: the ports are free ones picked here (the file's 6379 is Redis's and
-  may be another engineer's); ``--autoscaling-config`` names the fake provider's config
-  derived from the file (:mod:`lyra_ray.ops.autoscaling_config`), or is dropped when the
-  workers are started by hand; the head's resources and labels go on as flags, not
-  through ``RAY_OVERRIDE_RESOURCES``, because the fake provider starts its nodes inside
-  the head's autoscaler process, which would pass the head's override on to every node.
-- ``lyra up --config FILE``: FILE is the file as this host plays it
-  (:func:`~lyra_ray.ops.autoscaling_config.localize`: its state and checkpoints here).
-- Anything else is refused: this is no shell for arbitrary setup commands.
+where one host demands it (:mod:`lyra_ray.ops.start_commands`: free ports, the head's
+resources as flags, the fake provider's config derived from the file by
+:mod:`lyra_ray.ops.autoscaling_config`; anything but ``ray start`` and ``lyra up`` is
+refused).
 
 Each start of the head is an *incarnation* with its own temp dir and ``LYRA_HOME``, as a
 new head machine would have its own disk: only what lives outside the head (the Redis,
@@ -37,7 +30,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -53,60 +46,17 @@ from lyra_ray.ops.autoscaling_config import (
 )
 from lyra_ray.ops.cluster_yaml import load_cluster_yaml
 from lyra_ray.ops.embedded import free_port
+from lyra_ray.ops.process_groups import descendants, end_groups, members
 from lyra_ray.ops.redis import RedisServer, start_redis, stop_redis
+from lyra_ray.ops.start_commands import bin_path, head_commands, worker_commands
 
 log = logging.getLogger(__name__)
 
 ROOT = Path(__file__).resolve().parents[2]
-HEAD_FLAGS = (
-    "--port",
-    "--dashboard-port",
-    "--dashboard-host",
-    "--ray-client-server-port",
-    "--dashboard-agent-listen-port",
-    "--object-store-memory",
-    "--autoscaling-config",
-    "--num-cpus",
-    "--num-gpus",
-    "--resources",
-    "--redis-password",
-    "--block",
-)
-"""``ray start`` flags of the head's command this module sets itself."""
-WORKER_FLAGS = ("--address", "--dashboard-agent-listen-port", "--object-store-memory", "--block")
 RECONNECT_S = 120
 """``RAY_gcs_rpc_server_reconnect_timeout_s`` for every node: how long a raylet waits for
 a GCS that went away before it exits. Ray's default is 60 s; a head restart on this host
 (a new ``ray start``, ~10-20 s on two loaded cores) fits either, this leaves room."""
-
-
-def _bin(name: str) -> str:
-    return str(Path(sys.executable).with_name(name))
-
-
-def _strip(argv: list[str], flags: Sequence[str]) -> list[str]:
-    """``argv`` without ``flags`` (as ``--f=v`` or ``--f v``; ``--block`` has no value)."""
-    out: list[str] = []
-    skip = False
-    for w in argv:
-        if skip:
-            skip = False
-            continue
-        name = w.split("=", 1)[0]
-        if name in flags:
-            skip = "=" not in w and name != "--block"
-            continue
-        out.append(w)
-    return out
-
-
-def _flag(argv: list[str], name: str) -> str | None:
-    for i, w in enumerate(argv):
-        if w.startswith(name + "="):
-            return w.split("=", 1)[1]
-        if w == name and i + 1 < len(argv):
-            return argv[i + 1]
-    return None
 
 
 @dataclass
@@ -199,47 +149,16 @@ class HostCluster:
     # ------------------------------------------------------------------ the head
 
     def _head_commands(self, fake_config: str | None) -> list[list[str]]:
-        doc = self.doc
-        head = doc["available_node_types"][head_type(doc)]
-        res = dict(head.get("resources") or {})
-        out: list[list[str]] = []
-        for i, line in enumerate(doc.get("head_start_ray_commands") or []):
-            argv = shlex.split(str(line))
-            where = f"head_start_ray_commands[{i}]"
-            if argv[:2] == ["ray", "start"]:
-                argv = [_bin("ray"), *_strip(argv[1:], HEAD_FLAGS)]
-                argv += [
-                    f"--port={self.port}",
-                    f"--dashboard-port={self.dashboard_port}",
-                    "--dashboard-host=127.0.0.1",
-                    f"--ray-client-server-port={free_port()}",
-                    f"--dashboard-agent-listen-port={free_port()}",
-                    f"--object-store-memory={self.object_store}",
-                    f"--num-cpus={int(res.pop('CPU', 0))}",
-                    f"--num-gpus={int(res.pop('GPU', 0))}",
-                ]
-                for k in ("memory", "object_store_memory"):
-                    res.pop(k, None)
-                if res:
-                    argv.append(f"--resources={json.dumps(res)}")
-                if fake_config is not None:
-                    argv.append(f"--autoscaling-config={fake_config}")
-                server = self.redis_server()
-                if server is not None:
-                    argv += server.ray_start_args()
-            elif argv[:2] == ["lyra", "up"]:
-                if _flag(argv, "--config") is None:
-                    raise InputError(f"{where}: `lyra up` needs --config (the cluster.yaml)")
-                argv = [_bin("lyra"), *_strip(argv[1:], ("--config",)), "--config", self.config]
-            else:
-                raise InputError(
-                    f"{where}: this host runs only `ray start` and `lyra up` commands, "
-                    f"got {line!r}"[:300]
-                )
-            out.append(argv)
-        if not any(a[0] == _bin("ray") for a in out):
-            raise InputError("head_start_ray_commands: no `ray start` to start the head with")
-        return out
+        server = self.redis_server()
+        return head_commands(
+            self.doc,
+            self.config,
+            port=self.port,
+            dashboard_port=self.dashboard_port,
+            object_store=self.object_store,
+            fake_config=fake_config,
+            redis_args=server.ray_start_args() if server is not None else (),
+        )
 
     def start_head(self) -> Incarnation:
         """Run the head's start commands (a new incarnation); returns when they ended."""
@@ -263,7 +182,7 @@ class HostCluster:
         t0 = time.monotonic()
         for argv in self._head_commands(fake):
             t1 = time.monotonic()
-            is_ray = argv[0] == _bin("ray")
+            is_ray = argv[0] == bin_path("ray")
             log_path = base / ("ray-start.log" if is_ray else "lyra-up.log")
             with open(log_path, "ab") as out:
                 proc = subprocess.Popen(
@@ -283,7 +202,7 @@ class HostCluster:
     def head_processes(self) -> dict[str, int]:
         """``gcs_server`` and the head's ``raylet``: PID by name (the current incarnation)."""
         out: dict[str, int] = {}
-        for pid, args in _group(self.heads[-1].pgid):
+        for pid, args in members(self.heads[-1].pgid):
             exe = Path(args[0]).name if args else ""
             if exe == "gcs_server":
                 out["gcs_server"] = pid
@@ -305,7 +224,7 @@ class HostCluster:
         for pid in head.values():
             with contextlib.suppress(ProcessLookupError):
                 os.kill(pid, signal.SIGKILL)
-        _end_group(self.heads[-1].pgid, grace_s=0.0)
+        end_groups([self.heads[-1].pgid], grace_s=0.0)
         return head
 
     def kill_node(self, node_id: str) -> list[int]:
@@ -315,9 +234,9 @@ class HostCluster:
         leaves its workers running for a while: a Train loop went on for seconds.)"""
         groups = [h.pgid for h in self.heads] + [int(w["pgid"]) for w in self.workers]
         for pgid in groups:
-            for pid, args in _group(pgid):
+            for pid, args in members(pgid):
                 if args and Path(args[0]).name == "raylet" and f"--node_id={node_id}" in args:
-                    tree = [pid, *_descendants(pid)]
+                    tree = [pid, *descendants(pid)]
                     for p in tree:
                         with contextlib.suppress(ProcessLookupError):
                             os.kill(p, signal.SIGKILL)
@@ -345,16 +264,7 @@ class HostCluster:
         )
         n = len(self.workers)
         log_path = Path(self.workdir) / f"worker-{n}-{node_type}.log"
-        for i, line in enumerate(doc.get("worker_start_ray_commands") or []):
-            argv = shlex.split(str(line))
-            if argv[:2] != ["ray", "start"]:
-                raise InputError(f"worker_start_ray_commands[{i}]: only `ray start`, got {line!r}")
-            argv = [_bin("ray"), *_strip(argv[1:], WORKER_FLAGS)]
-            argv += [
-                f"--address={self.address}",
-                f"--dashboard-agent-listen-port={free_port()}",
-                f"--object-store-memory={self.object_store}",
-            ]
+        for argv in worker_commands(doc, self.address, self.object_store):
             with open(log_path, "ab") as out:
                 proc = subprocess.Popen(
                     argv, stdout=out, stderr=subprocess.STDOUT, env=env, start_new_session=True
@@ -370,10 +280,8 @@ class HostCluster:
     def down(self) -> None:
         """End every process group started here (workers first, then each head) and the
         Redis, by PID; never ``ray stop``."""
-        for w in reversed(self.workers):
-            _end_group(int(w["pgid"]), grace_s=10.0)
-        for h in reversed(self.heads):
-            _end_group(h.pgid, grace_s=10.0)
+        end_groups([int(w["pgid"]) for w in reversed(self.workers)], grace_s=10.0)
+        end_groups([h.pgid for h in reversed(self.heads)], grace_s=10.0)
         server = self.redis_server()
         if server is not None:
             stop_redis(server)
@@ -386,50 +294,6 @@ def _short_tmp(prefix: str) -> str:
     """A temp dir for a node's ``RAY_TMPDIR``: short, because Ray puts Unix sockets under
     it and a socket's path may not exceed 107 bytes (a pytest tmp_path does)."""
     return tempfile.mkdtemp(prefix=f"lyra-hc-{prefix}", dir="/tmp")
-
-
-def _group(pgid: int) -> list[tuple[int, list[str]]]:
-    """(pid, argv) of the live processes of process group ``pgid``, from ``/proc``."""
-    out = []
-    for stat in Path("/proc").glob("[0-9]*/stat"):
-        with contextlib.suppress(OSError, ValueError, IndexError):
-            fields = stat.read_text().rsplit(")", 1)[1].split()
-            if fields[0] == "Z" or int(fields[2]) != pgid:
-                continue
-            raw = (stat.parent / "cmdline").read_bytes()
-            out.append((int(stat.parent.name), [a.decode() for a in raw.split(b"\0") if a]))
-    return out
-
-
-def _descendants(root: int) -> list[int]:
-    """Every process under ``root`` (children, their children, ...), from ``/proc``."""
-    parent: dict[int, int] = {}
-    for stat in Path("/proc").glob("[0-9]*/stat"):
-        with contextlib.suppress(OSError, ValueError, IndexError):
-            parent[int(stat.parent.name)] = int(stat.read_text().rsplit(")", 1)[1].split()[1])
-    out: list[int] = []
-    frontier = {root}
-    while frontier:
-        frontier = {pid for pid, pp in parent.items() if pp in frontier} - set(out)
-        out += sorted(frontier)
-    return out
-
-
-def _end_group(pgid: int, grace_s: float) -> None:
-    """SIGTERM the group (when ``grace_s`` > 0), SIGKILL what is left; wait until empty."""
-    if pgid <= 0:
-        return
-    sig = signal.SIGTERM if grace_s > 0 else signal.SIGKILL
-    with contextlib.suppress(ProcessLookupError):
-        os.killpg(pgid, sig)
-    deadline = time.monotonic() + grace_s
-    while _group(pgid) and time.monotonic() < deadline:
-        time.sleep(0.2)
-    with contextlib.suppress(ProcessLookupError):
-        os.killpg(pgid, signal.SIGKILL)
-    deadline = time.monotonic() + 10
-    while _group(pgid) and time.monotonic() < deadline:
-        time.sleep(0.1)
 
 
 def start_host_cluster(

@@ -9,12 +9,10 @@ those nodes fail) and a small object store (the default takes 30 % of RAM per no
 
 from __future__ import annotations
 
-import contextlib
 import json
 import logging
 import os
 import shutil
-import signal
 import socket
 import subprocess
 import sys
@@ -29,6 +27,7 @@ from lyra_ray.model.pools import parse_pool
 from lyra_ray.model.spec import read_text_input, safe_load_yaml
 from lyra_ray.ops.cluster_yaml import with_node_types
 from lyra_ray.ops.embedded import disconnect
+from lyra_ray.ops.process_groups import end_groups
 
 log = logging.getLogger(__name__)
 
@@ -389,24 +388,6 @@ def down(home: str | None = None, timeout: float = 30.0) -> int:
     if not f.exists():
         return 0
     pids = [int(p) for p in json.loads(f.read_text()).get("pids", [])]
-    for pid in reversed(pids):  # workers first, head last
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(pid, signal.SIGTERM)
-    deadline = time.monotonic() + timeout
-    alive = list(pids)
-    while alive and time.monotonic() < deadline:
-        alive = [p for p in alive if _group_alive(p)]
-        time.sleep(0.5)
-    for pid in alive:
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(pid, signal.SIGKILL)
+    end_groups(reversed(pids), grace_s=timeout)  # workers first, head last
     f.unlink()
     return len(pids)
-
-
-def _group_alive(pgid: int) -> bool:
-    try:
-        os.killpg(pgid, 0)
-    except ProcessLookupError:
-        return False
-    return True

@@ -11,11 +11,9 @@ it (``RAY_PROMETHEUS_HOST``). The process gets its own session (process group), 
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import shutil
-import signal
 import subprocess
 import time
 import urllib.error
@@ -25,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from lyra_ray.model.errors import InputError
+from lyra_ray.ops.process_groups import end_groups
 
 SD_FILE = "prom_metrics_service_discovery.json"
 INSTALL_HINT = (
@@ -138,17 +137,4 @@ def start(session: Path, workdir: Path, port: int, scrape_s: float = 5.0) -> Pro
 
 def stop(pid: int, timeout_s: float = 10.0) -> None:
     """End the process group ``pid`` leads (SIGTERM, then SIGKILL)."""
-    with contextlib.suppress(ProcessLookupError):
-        os.killpg(pid, signal.SIGTERM)
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        try:
-            os.killpg(pid, 0)
-        except ProcessLookupError:
-            break
-        with contextlib.suppress(ChildProcessError):
-            os.waitpid(pid, os.WNOHANG)
-        time.sleep(0.2)
-    else:
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(pid, signal.SIGKILL)
+    end_groups([pid], grace_s=timeout_s)

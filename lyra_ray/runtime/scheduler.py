@@ -195,7 +195,7 @@ class GlobalScheduler:
         self.live.restarts = int(saved.get("restarts", 0)) + 1
         self.runtime.reconcile(restored_runs(self.core))
         if self.metrics is not None:
-            self.metrics.skip_reclaims(len(self.serving.reclaims))
+            self.metrics.skip_reclaims(len(self.serving.loans.reclaims))
         log.info("restored %d jobs (restart %d)", len(self.core.jobs), self.live.restarts)
 
     def _seed(self) -> CatalogueThroughputs:

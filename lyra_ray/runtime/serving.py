@@ -5,22 +5,20 @@ is laid out on Serve: per server, a copy of a user's application, or lyra's MoE
 devices). This module carries out the core's loaning actions on them and tells the core
 how many servers serving needs:
 
-- ``Lend(node)``: the server is *draining*: the ingresses stop sending it requests at
-  once, and once nothing is in flight there (streams included) its applications are
-  deleted; then it is *lent* and training may start on it (:meth:`node_ready`).
-- ``Reclaim(node)``: the server is *reclaiming*: once no training run holds it any more
-  its applications are deployed again (:mod:`lyra_ray.runtime.service_copies`), and
-  once they run the ingresses route to it and it is *serving*. The time from the demand
-  rise to that moment is the reclaim latency. Replicas on the other servers are never
-  touched: each server's application is deployed and deleted on its own.
+- ``Lend(node)`` and ``Reclaim(node)`` move the server through its loan states
+  (:mod:`lyra_ray.runtime.server_loans`); here they are carried out on Serve: a
+  draining server's ingresses stop sending it requests at once and its applications are
+  deleted once nothing is in flight there (streams included); a reclaimed server's
+  applications are deployed again once no training run holds it
+  (:mod:`lyra_ray.runtime.service_copies`), and routed to once they run. Replicas on
+  the other servers are never touched.
 - Demand: each poll samples every ingress (time-averaged requests in flight), feeds
   each service's :class:`~lyra_ray.serving.demand.DemandEstimator`, and reports a
   :class:`~lyra_ray.model.ServingDemand` when the number of servers needed changes.
 
 Every server hosts every service (its share of the server's GPUs), so the pool's
-demand is the largest of the services' demands. A user's application enters routing
-on a server only once its copy there runs. Nothing here decides what to lend: that is
-the policy's, through the core.
+demand is the largest of the services' demands. Nothing here decides what to lend:
+that is the policy's, through the core.
 """
 
 from __future__ import annotations
@@ -33,27 +31,24 @@ from typing import Any, ClassVar
 from ray import serve
 
 from lyra_ray import model as m
-from lyra_ray.contract.page import claims_page_route
 from lyra_ray.model.errors import InputError
+from lyra_ray.runtime.ingress_routes import IngressRoutes
 from lyra_ray.runtime.job_env import UriKeeper
 from lyra_ray.runtime.pool_demand import PoolDemand
+from lyra_ray.runtime.serve_proxy import ServeProxy
+from lyra_ray.runtime.server_loans import DRAINING, RECLAIMING, SERVING, ServerLoans
 from lyra_ray.runtime.service_copies import CopyDeployer, deploy_unblocked
+from lyra_ray.runtime.serving_views import describe_pool
 from lyra_ray.serving import apps
-from lyra_ray.serving.capacity import check_fits, check_route, replicas_on
-from lyra_ray.serving.copy_plan import AppShape, copy_counts, deploy_note, gpu_replicas
+from lyra_ray.serving.capacity import check_joins, counts_on, gpu_replicas_on
+from lyra_ray.serving.copy_plan import AppShape, deploy_note
 from lyra_ray.serving.restore import restore_services
 from lyra_ray.serving.spec import ServiceSpec
 
 log = logging.getLogger(__name__)
 
-SERVING, DRAINING, LENT, RECLAIMING = "serving", "draining", "lent", "reclaiming"
-CALL_TIMEOUT_S = 30.0
 RETRY_DEPLOY_S = 15.0
 """A copy whose deploy failed is deployed again this long after (not every poll)."""
-
-
-def _result(response: Any) -> Any:
-    return response.result(timeout_s=CALL_TIMEOUT_S)
 
 
 def _running(status: Mapping[str, Any], name: str) -> bool:
@@ -70,7 +65,7 @@ class ServingPool:
     ) -> None:
         """``node_held(node)`` says whether a training run still holds GPUs there."""
         self.node_held = node_held
-        self.http_host, self.http_port = http_host, http_port
+        self.proxy = ServeProxy(http_host, http_port)
         self.services: dict[str, ServiceSpec] = {}
         self.shapes: dict[str, AppShape] = {}
         """Per user service: its application's shape, as importing it found."""
@@ -82,21 +77,15 @@ class ServingPool:
         self.demand = PoolDemand()
         self.nodes: dict[str, m.Node] = {}
         """The inference servers, as the inventory reports them."""
-        self.state: dict[str, str] = {}
-        self.deleting: set[str] = set()
-        """Draining servers whose backend apps are being deleted."""
-        self.reclaim_started: dict[str, float] = {}
-        self.reclaims: list[dict[str, Any]] = []
-        """Per finished reclaim: the server, its latency from the demand rise, and from
-        the Reclaim action."""
-        self.lends: list[dict[str, Any]] = []
-        self._serve_started = False
-        self._routed: dict[str, set[str]] = {}
-        """Per service: the servers its ingress was last told."""
-        self._reroute = False
-        """An ingress could not be told its servers (still starting): retry next poll."""
+        self.loans = ServerLoans()
+        self.routes = IngressRoutes()
         self.dropped: dict[str, str] = {}
         """Saved services a restart did not deploy again, with the line saying why."""
+
+    @property
+    def state(self) -> dict[str, str]:
+        """Each server's loan state (owned by :attr:`loans`)."""
+        return self.loans.state
 
     # ------------------------------------------------------------------ persistence
 
@@ -105,9 +94,7 @@ class ServingPool:
             "services": {k: s.to_dict() for k, s in sorted(self.services.items())},
             "shapes": {k: s.to_dict() for k, s in sorted(self.shapes.items())},
             **self.demand.to_state(),
-            "state": dict(sorted(self.state.items())),
-            "reclaims": self.reclaims[-1000:],
-            "lends": self.lends[-1000:],
+            **self.loans.to_state(),
         }
 
     def load_state(self, saved: Mapping[str, Any]) -> None:
@@ -124,13 +111,11 @@ class ServingPool:
         self.dropped = restored.dropped
         for line in restored.dropped.values():
             log.warning("%s", line)
-        self.state = dict(saved.get("state", {}))
+        self.loans.load_state(saved)
         self.demand.load_state(saved)
-        self.reclaims = list(saved.get("reclaims", []))
-        self.lends = list(saved.get("lends", []))
         self._resize_demand(saved.get("estimators", {}))
         if self.services:
-            self._start_serve()
+            self.proxy.start()
             self._keep_ingresses(serve.status().applications)
 
     def _keep_ingresses(self, status: Mapping[str, Any]) -> None:
@@ -142,7 +127,9 @@ class ServingPool:
             name = apps.ingress_app_name(spec.name)
             if name not in status:
                 log.info("service %s: its ingress deployed again", spec.name)
-                deploy_unblocked(apps.ingress_of(spec, self.upstream()), name, spec.http_route)
+                deploy_unblocked(
+                    apps.ingress_of(spec, self.proxy.upstream()), name, spec.http_route
+                )
 
     # ------------------------------------------------------------------ nodes
 
@@ -153,15 +140,14 @@ class ServingPool:
             if isinstance(e, m.NodeUp) and e.node.pool == "inference":
                 changed = True
                 self.nodes[e.node.id] = e.node
-                if e.node.id not in self.state:  # a new server (a restart knows its own)
-                    self.state[e.node.id] = SERVING
-                    if self.services:
-                        self._deploy_backends(e.node.id)
-                        self._route()
+                # a new server starts serving (a restart knows its own)
+                if self.loans.joined(e.node.id) and self.services:
+                    self._deploy_backends(e.node.id)
+                    self._route()
             elif isinstance(e, m.NodeDown) and e.node_id in self.nodes:
                 changed = True
                 del self.nodes[e.node_id]
-                self.state.pop(e.node_id, None)
+                self.loans.left(e.node_id)
                 self._route()
                 for name in self.services:  # else Serve retries its replicas forever
                     self.copies.delete(name, e.node_id)
@@ -171,68 +157,23 @@ class ServingPool:
     def node_ready(self, node: str) -> bool:
         """Whether training may use ``node``: a training server, or a lent one whose
         replicas have left."""
-        return node not in self.nodes or self.state.get(node) == LENT
+        return node not in self.nodes or self.loans.is_lent(node)
 
     # ------------------------------------------------------------------ services
 
-    def _counts(self, spec: ServiceSpec, node: m.Node, services: int = 0) -> dict[str, int]:
-        """Replicas per deployment of ``spec``'s application on ``node`` (MoE: its GPUs)."""
-        gpus = replicas_on(spec, node, services or len(self.services))
-        if spec.model == "moe":
-            return {"gpus": gpus}
-        return copy_counts(self.shapes[spec.name], gpus, spec.name, node.id)
+    def _counts(self, spec: ServiceSpec, node: m.Node) -> dict[str, int]:
+        return counts_on(spec, self.shapes.get(spec.name), node, len(self.services))
 
     def _replicas(self, spec: ServiceSpec, node: m.Node) -> int:
-        """GPU replicas of ``spec`` on ``node``: what its requests in flight are per."""
-        if spec.model == "moe":
-            return replicas_on(spec, node, len(self.services))
-        try:
-            return gpu_replicas(self.shapes[spec.name], self._counts(spec, node))
-        except InputError:  # a server joined since the deploy, too small for a copy
-            return 1
+        return gpu_replicas_on(spec, self.shapes.get(spec.name), node, len(self.services))
 
     def check(
         self, spec: ServiceSpec, shape: AppShape | None, batch: Sequence[ServiceSpec] = ()
     ) -> None:
         """Refuse ``spec`` if the pool cannot host it beside the services it has and the
         ``batch`` deployed with it (InputError names the field); changes nothing."""
-        if claims_page_route(spec.http_route):
-            raise InputError(f"field 'route': {spec.http_route!r} is the operator page's route")
         others = {**self.services, **{b.name: b for b in batch if b.name != spec.name}}
-        check_fits(spec, others, self.nodes)
-        check_route(spec, self._foreign_routes())
-        total = len(others) + 1
-        for node in self.nodes.values():
-            if shape is not None:
-                copy_counts(shape, replicas_on(spec, node, total), spec.name, node.id)
-            for s in self.services.values():  # every service's share shrinks by one more
-                if s.model == "app":
-                    self._counts(s, node, total)
-
-    def _foreign_routes(self) -> dict[str, str]:
-        """Routes of Serve applications on the cluster that are not lyra's (Serve's
-        proxy lists them at ``/-/routes``); {} while Serve is not running."""
-        if not self._serve_started:
-            return {}
-        import json
-        import urllib.request
-
-        try:
-            with urllib.request.urlopen(f"{self.upstream()}/-/routes", timeout=5) as r:
-                routes = json.loads(r.read() or b"{}")
-        except Exception:  # Serve's proxy busy: the services' own routes are still checked
-            log.warning("cannot read Serve's routes", exc_info=True)
-            return {}
-        return {
-            str(route): f"Serve application {app!r}"
-            for route, app in routes.items()
-            if not str(app).startswith("lyra-")
-        }
-
-    def upstream(self) -> str:
-        """Serve's proxy as an ingress replica on the head reaches it."""
-        host = self.http_host if self.http_host not in ("0.0.0.0", "", "::") else "127.0.0.1"
-        return f"http://{host}:{self.http_port}"
+        check_joins(spec, shape, others, self.shapes, self.nodes, self.proxy.foreign_routes())
 
     def deploy(
         self, spec: ServiceSpec, shape: AppShape | None = None, own_target: bool = True
@@ -242,18 +183,17 @@ class ServingPool:
         target itself, else it came from an ``autoscaling_config``). The operator's page
         (:mod:`lyra_ray.page`) is a Serve app on the same proxy but never a service here:
         it is deployed apart, counts in no demand, and its route is refused."""
-        self._start_serve()
+        self.proxy.start()
         self.check(spec, shape)
         self.services[spec.name] = spec
         if shape is not None:
             self.shapes[spec.name] = shape
-        serving = sum(1 for st in self.state.values() if st in (SERVING, RECLAIMING))
-        self._resize_demand(start={spec.name: serving})
+        self._resize_demand(start={spec.name: self.loans.taking_requests()})
         for node, st in sorted(self.state.items()):
             if st == SERVING:  # lent and draining servers get it when they come back
                 self._deploy_backend(spec, node)
         deploy_unblocked(
-            apps.ingress_of(spec, self.upstream()),
+            apps.ingress_of(spec, self.proxy.upstream()),
             apps.ingress_app_name(spec.name),
             spec.http_route,
         )
@@ -283,24 +223,7 @@ class ServingPool:
         self.copies.forget(name)
 
     def url(self, name: str) -> str:
-        return f"http://{self.http_host}:{self.http_port}{self.services[name].http_route}"
-
-    def _start_serve(self) -> None:
-        """Start Serve's HTTP proxy, or adopt the one already running (a restarted
-        scheduler, or Serve started by someone else): its host and port are the truth."""
-        if self._serve_started:
-            return
-        serve.start(http_options={"host": self.http_host, "port": self.http_port})
-        try:
-            from ray.serve.context import _get_global_client
-
-            client = _get_global_client()
-            if client is not None:
-                http = client.http_config
-                self.http_host, self.http_port = str(http.host), int(http.port)
-        except Exception:  # private API gone: keep the configured address
-            log.warning("cannot read Serve's HTTP address; assuming the configured one")
-        self._serve_started = True
+        return self.proxy.url(self.services[name].http_route)
 
     def _deploy_backend(self, spec: ServiceSpec, node: str) -> None:
         if not self.copies.may_deploy(spec.name, node, RETRY_DEPLOY_S):
@@ -315,9 +238,6 @@ class ServingPool:
     def _deploy_backends(self, node: str) -> None:
         for spec in self.services.values():
             self._deploy_backend(spec, node)
-
-    def _ingress(self, name: str) -> Any:
-        return serve.get_app_handle(apps.ingress_app_name(name))
 
     def _targets(self, name: str) -> dict[str, list[Any]]:
         """The servers ``name``'s ingress should send requests to, with their GPU
@@ -337,16 +257,7 @@ class ServingPool:
         """Tell every ingress which servers take new requests."""
         if any(s.model == "app" for s in self.services.values()):
             self._status = serve.status().applications
-        for name in self.services:
-            backends = self._targets(name)
-            try:
-                _result(self._ingress(name).set_backends.remote(backends))
-            except Exception:  # the ingress may still be starting: the next poll retries
-                log.info("ingress of %s not ready yet", name, exc_info=True)
-                self._reroute = True
-                return
-            self._routed[name] = set(backends)
-        self._reroute = False
+        self.routes.tell({name: self._targets(name) for name in self.services})
 
     def _resize_demand(
         self, saved: Mapping[str, Any] | None = None, start: Mapping[str, int] | None = None
@@ -374,24 +285,11 @@ class ServingPool:
         now = time.time()
         if isinstance(action, m.Lend):
             node = action.node_id
-            prev = self.state.get(node)
-            if prev == RECLAIMING and not self._backends_exist(node):
-                self.state[node] = LENT  # its replicas never came back
-            elif prev in (SERVING, RECLAIMING):
-                self.state[node] = DRAINING
-                self.lends.append({"node": node, "at": now})
+            if self.loans.lend(node, now, lambda: self._backends_exist(node)):
                 self._route()
-            log.info("lend %s: %s -> %s", node[:12], prev, self.state.get(node))
         elif isinstance(action, m.Reclaim):
-            node = action.node_id
-            prev = self.state.get(node)
-            if prev == DRAINING and node not in self.deleting:
-                self.state[node] = SERVING  # still has its replicas: route to it again
+            if self.loans.reclaim(action.node_id, now):
                 self._route()
-            elif prev in (LENT, DRAINING):
-                self.state[node] = RECLAIMING
-                self.reclaim_started[node] = now
-            log.info("reclaim %s: %s -> %s", node[:12], prev, self.state.get(node))
         elif isinstance(action, m.ScaleServe):
             log.info("serving on %d servers", action.replicas)
 
@@ -426,9 +324,7 @@ class ServingPool:
                 self._reclaim_step(node, status, now)
             elif st == SERVING and node in self.nodes:
                 self._serving_step(node, status)
-        if self._reroute or any(
-            set(self._targets(n)) != self._routed.get(n) for n in self.services
-        ):
+        if self.routes.stale({n: self._targets(n) for n in self.services}):
             self._route()
         return self.demand.sample(now, self._stats)
 
@@ -442,21 +338,19 @@ class ServingPool:
 
     def _drain_step(self, node: str, status: Mapping[str, Any]) -> None:
         names = [apps.backend_app_name(s, node) for s in self.services]
-        if node not in self.deleting:
+        if node not in self.loans.deleting:
             if any(self.copies.busy(s, node) for s in self.services):
                 return  # a copy still being deployed: delete it once it has landed
-            busy = sum(_result(self._ingress(s).inflight_on.remote(node)) for s in self.services)
+            busy = sum(self.routes.inflight_on(s, node) for s in self.services)
             if busy:
                 return
             for s in self.services:
                 self.copies.delete(s, node)
-            self.deleting.add(node)
+            self.loans.deleting_copies(node)
         if not any(name in status for name in names):
-            self.deleting.discard(node)
             for s in self.services:
-                self._ingress(s).forget.remote(node)
-            self.state[node] = LENT
-            log.info("server %s drained: lent", node[:12])
+                self.routes.forget(s, node)
+            self.loans.drained(node)
 
     def _reclaim_step(self, node: str, status: Mapping[str, Any], now: float) -> None:
         names = {s: apps.backend_app_name(s, node) for s in self.services}
@@ -469,49 +363,20 @@ class ServingPool:
             return
         if not all(_running(status, name) for name in names.values()):
             return
-        self.state[node] = SERVING
-        self._route()
-        began = self.reclaim_started.pop(node, now)
-        rise = self.demand.rise_at if self.demand.rise_at is not None else began
-        self.reclaims.append(
-            {
-                "node": node,
-                "at": now,
-                "latency_s": now - min(rise, began),
-                "since_action_s": now - began,
-            }
-        )
-        if not any(st == RECLAIMING for st in self.state.values()):
+        if not self.loans.reclaimed(node, now, self.demand.rise_at):
             self.demand.rise_at = None
-        log.info("server %s serving again (%.1f s after the demand rose)", node[:12], now - rise)
+        self._route()
 
     def _stats(self, name: str) -> Mapping[str, Any] | None:
-        """A service's ingress counters, None while the ingress still starts. An ingress
-        that routes to other servers than the serving ones (Serve restarted it after a
-        crash: it knows none) is told them again at the next poll."""
-        try:
-            got = dict(_result(self._ingress(name).stats.remote()))
-        except Exception:
-            return None
-        expected = set(self._targets(name))
-        if set(got.get("routing", expected)) != expected:
-            self._reroute = True
-        return got
+        return self.routes.stats(name, lambda: set(self._targets(name)))
 
     # ------------------------------------------------------------------ status
-
-    def _plan(self, name: str) -> dict[str, Any]:
-        """A MoE service's expert plan, as its ingress holds it ({} while it starts)."""
-        try:
-            return dict(_result(self._ingress(name).plan.remote()))
-        except Exception:
-            return {}
 
     def metrics_view(self) -> dict[str, Any]:
         """What :class:`~lyra_ray.runtime.metrics.SchedulerMetrics` reads each cycle."""
         return {
             "servers": self.state,
-            "reclaims": self.reclaims,
+            "reclaims": self.loans.reclaims,
             "stats": [
                 {"name": k, **v}
                 for k, v in sorted(self.demand.last_stats.items())
@@ -520,52 +385,5 @@ class ServingPool:
         }
 
     def describe(self) -> dict[str, Any]:
-        status = serve.status().applications if self.services else {}
-        services = []
-        for name, spec in sorted(self.services.items()):
-            replicas = ready = 0
-            shape = self.shapes.get(name)
-            gpu_names = {d.name for d in shape.gpu_deployments} if shape is not None else set()
-            for node, st in self.state.items():
-                app = status.get(apps.backend_app_name(name, node))
-                if app is None:
-                    continue
-                for dep_name, d in app.deployments.items():
-                    if spec.model == "app" and dep_name not in gpu_names:
-                        continue  # a user's copy: its GPU replicas are the service's
-                    states = {str(k).split(".")[-1]: int(v) for k, v in d.replica_states.items()}
-                    replicas += sum(states.values())
-                    ready += states.get("RUNNING", 0) if st == SERVING else 0
-            services.append(
-                {
-                    "name": name,
-                    "model": spec.model,
-                    "url": self.url(name),
-                    "replicas": replicas,
-                    "ready": ready,
-                    "demand_servers": self.demand.of(name),
-                    "counters": {  # the ingress's last counters, for the operator's page
-                        k: v
-                        for k, v in self.demand.last_stats.get(name, {}).items()
-                        if k in ("completed", "failed", "ongoing_avg", "ongoing")
-                    },
-                    **({"plan": self._plan(name)} if spec.model == "moe" else {}),
-                    **(
-                        {"import_path": spec.app.import_path, "ingress": shape.ingress}
-                        if spec.app is not None and shape is not None
-                        else {}
-                    ),
-                    "failures": {
-                        n[:12]: why
-                        for (s, n), (_, why) in self.copies.failures.items()
-                        if s == name
-                    },
-                }
-            )
-        return {
-            "demand_servers": self.demand.level or 0,
-            "services": services,
-            "servers": dict(sorted(self.state.items())),
-            "reclaims": self.reclaims[-50:],
-            "lends": self.lends[-50:],
-        }
+        """What ``lyra status`` and the operator's page show of serving."""
+        return describe_pool(self)

@@ -8,9 +8,11 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+from lyra_ray.contract.page import claims_page_route
 from lyra_ray.model import Node
 from lyra_ray.model.errors import InputError
 from lyra_ray.serving.app_spec import routes_clash
+from lyra_ray.serving.copy_plan import AppShape, copy_counts, gpu_replicas
 from lyra_ray.serving.spec import ServiceSpec, moe_knobs
 
 LIVE_MODELS = ("app", "moe")
@@ -71,3 +73,55 @@ def check_fits(
                     f"{slots} expert replicas per layer, fewer than the {knobs['experts']} "
                     "experts of a layer"
                 )
+
+
+def counts_on(
+    spec: ServiceSpec, shape: AppShape | None, node: Node, services: int
+) -> dict[str, int]:
+    """Replicas per deployment of ``spec``'s application on ``node`` when every server
+    hosts ``services`` services (MoE: its GPUs). InputError when a copy does not fit."""
+    gpus = replicas_on(spec, node, services)
+    if spec.model == "moe":
+        return {"gpus": gpus}
+    if shape is None:
+        raise InputError(f"service {spec.name!r}: its application's shape is not known")
+    return copy_counts(shape, gpus, spec.name, node.id)
+
+
+def gpu_replicas_on(spec: ServiceSpec, shape: AppShape | None, node: Node, services: int) -> int:
+    """GPU replicas of ``spec`` on ``node``: what its requests in flight are counted per.
+    A server too small for a copy (it joined after the deploy) counts as one."""
+    if spec.model == "moe":
+        return replicas_on(spec, node, services)
+    if shape is None:  # not imported yet: the ingress counts it as one
+        return 1
+    try:
+        return gpu_replicas(shape, counts_on(spec, shape, node, services))
+    except InputError:
+        return 1
+
+
+def check_joins(
+    spec: ServiceSpec,
+    shape: AppShape | None,
+    services: Mapping[str, ServiceSpec],
+    shapes: Mapping[str, AppShape],
+    nodes: Mapping[str, Node],
+    taken: Mapping[str, str],
+) -> None:
+    """Refuse ``spec`` unless the pool can host it beside ``services`` (those deployed and
+    those deployed in the same batch): it fits every server, its route is free of
+    ``taken`` (other Serve applications' routes) and of the operator page's, and every
+    user's copy, its own and the others' (each share shrinks by one more service),
+    still fits every server. InputError names the field; changes nothing."""
+    if claims_page_route(spec.http_route):
+        raise InputError(f"field 'route': {spec.http_route!r} is the operator page's route")
+    check_fits(spec, services, nodes)
+    check_route(spec, taken)
+    total = len(services) + 1
+    for node in nodes.values():
+        if shape is not None:
+            copy_counts(shape, replicas_on(spec, node, total), spec.name, node.id)
+        for s in services.values():
+            if s.model == "app" and s.name in shapes:
+                counts_on(s, shapes[s.name], node, total)
