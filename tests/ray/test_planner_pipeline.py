@@ -125,6 +125,13 @@ configurations 1 % apart swapped places; alone, the test passed every time. A ba
 split is the most jittery, both its stages being critical: its 1F1B steps ranged over
 186-206 ms in one run of three, so five passes of two steps once left it 3 % ahead of
 the even split instead of the 10 % its fastest step shows.)"""
+RHO_MIN = 0.8
+"""Spearman's bar, for the ranking and for the bubbles' order."""
+RHO_EPS = 1e-9
+"""Spearman's rho over ranks is a rational number (1 - 6 sum d^2 / (n (n^2 - 1))) that
+floating point can land a hair below: two swaps of neighbours among five, exactly the
+0.8 this test allows (``MIN_RANKED``), came out 0.7999999999999999 in a whole-suite run
+and failed. A tolerance far under any one swap's step (0.1 among five) moves no case."""
 PROFILES = 3
 """Layer profiles taken; each layer's time is its fastest (a burst inflates one)."""
 
@@ -300,7 +307,7 @@ def test_planner_ranks_real_pipelines_and_bubble_follows_formula(workers: list[A
     assert len(ranked) >= MIN_RANKED, f"too few configurations predicted apart\n{table}"
     assert len({(r["schedule"], r["v"]) for r in ranked}) >= 2, table  # not one knob
     rho = ranking(rows)
-    assert rho >= 0.8, f"Spearman {rho:.2f}\n{table}"
+    assert rho >= RHO_MIN - RHO_EPS, f"Spearman {rho:.2f}\n{table}"
     balanced = [r for r in rows if r["shaped"] and r["partition"] == "balanced"]
     for r in balanced:
         # Idle over busy time of the two workers: (p - 1)/m for GPipe and 1F1B, and
@@ -310,7 +317,8 @@ def test_planner_ranks_real_pipelines_and_bubble_follows_formula(workers: list[A
             abs(r["bubble_measured"] - r["bubble_formula"]) <= 0.12 + 0.1 * r["bubble_formula"]
         ), table
     formula = [r["bubble_formula"] for r in balanced]
-    assert spearmanr(formula, [r["bubble_measured"] for r in balanced])[0] >= 0.8, table
+    bubbles = spearmanr(formula, [r["bubble_measured"] for r in balanced])[0]
+    assert bubbles >= RHO_MIN - RHO_EPS, table
     gpipe = [r["bubble_measured"] for r in balanced if r["schedule"] == "gpipe"]
     assert gpipe == sorted(gpipe, reverse=True), table
     # DAPPLE-style uneven stages beat Megatron-LM's even split on this uneven model.
