@@ -10,6 +10,8 @@ into NodeUp / NodeDown events, so the core hears about joins and departures once
 from __future__ import annotations
 
 import logging
+import socket
+from contextlib import suppress
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -49,6 +51,8 @@ class Inventory:
     nodes: dict[str, Node] = field(default_factory=dict)
     gpu_label: dict[str, str] = field(default_factory=dict)
     """node id -> the raw ``gpu-type`` label value (selectors must match it exactly)."""
+    raylets: dict[str, tuple[str, int]] = field(default_factory=dict)
+    """node id -> its raylet's (address, port), as the last read saw them."""
 
     def read(self) -> dict[str, tuple[Node, str]]:
         out: dict[str, tuple[Node, str]] = {}
@@ -56,7 +60,34 @@ class Inventory:
             found = node_from_ray(info)
             if found is not None:
                 out[found[0].id] = found
+                with suppress(KeyError, TypeError, ValueError):
+                    self.raylets[found[0].id] = (
+                        str(info["NodeManagerAddress"]),
+                        int(info["NodeManagerPort"]),
+                    )
         return out
+
+    def raylet_gone(self, node_id: str, timeout_s: float = 1.0) -> bool:
+        """Whether ``node_id``'s raylet surely is gone although Ray still lists the node:
+        its port refused a connection (the host answered; nothing listens there).
+
+        WHY: a node whose machine is lost is declared dead by Ray only once its health
+        checks have missed, seconds later and longer on a loaded host. Meanwhile the
+        runs on it end, and restarting them in place there counts each failure against
+        the job's retry limit: under a one-core CPU hog a lost node's job ran out of
+        retries and failed before the NodeDown that would have moved it. A timeout or
+        any other error says nothing for sure (a busy or distant host), so it is False:
+        the caller keeps its usual path."""
+        addr = self.raylets.get(node_id)
+        if addr is None:
+            return False
+        try:
+            with socket.create_connection(addr, timeout=timeout_s):
+                return False
+        except ConnectionRefusedError:
+            return True
+        except OSError:
+            return False
 
     def refresh(self) -> list[Event]:
         current = self.read()
@@ -65,6 +96,7 @@ class Inventory:
             log.info("node down: %s", nid)
             del self.nodes[nid]
             self.gpu_label.pop(nid, None)
+            self.raylets.pop(nid, None)
             events.append(NodeDown(nid))
         for nid in sorted(current):
             node, raw = current[nid]

@@ -380,6 +380,15 @@ class RayRuntime:
         alive = set(self.inventory.nodes)
         if any(n not in alive for n, _ in r.assignment["nodes"]):
             return []  # its node is gone: the NodeDown already re-queued the job
+        if any(self.inventory.raylet_gone(n) for n, _ in r.assignment["nodes"]):
+            # Its node's raylet is dead but Ray has not declared the node so yet. Whatever
+            # the run's end says (a worker's collective call raising counts as "failed"),
+            # it is the node's: a restart in place would fail there and count against the
+            # retry limit, and "failed" would end the job. The NodeDown that surely follows
+            # re-queues it (see Inventory.raylet_gone).
+            log.warning("run %s g%d ended (%s) on a node whose raylet is gone: left to "
+                        "its NodeDown", jid, r.generation, outcome)  # fmt: skip
+            return []
         if outcome == "failed":  # the job's own code raised: a rerun would raise again
             runs.end_job(jid)
             return [m.JobFailed(jid, message or outcome)]
