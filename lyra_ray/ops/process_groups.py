@@ -59,17 +59,31 @@ def _reap(pgid: int) -> None:
         os.waitpid(pgid, os.WNOHANG)
 
 
+def _live_groups(pgids: list[int]) -> set[int]:
+    """Which of ``pgids`` still have a live (not zombie) process: one pass over ``/proc``
+    for all of them (each check runs several times a second while a group ends)."""
+    wanted, out = set(pgids), set()
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        with contextlib.suppress(OSError, ValueError, IndexError):
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+            if fields[0] != "Z" and int(fields[2]) in wanted:
+                out.add(int(fields[2]))
+    return out
+
+
 def _wait_empty(pgids: list[int], seconds: float, every: float) -> list[int]:
     """Wait until no group has a live process or ``seconds`` passed; the groups left."""
     deadline = time.monotonic() + seconds
     left = pgids
-    while True:
+    while left:
         for p in left:
             _reap(p)
-        left = [p for p in left if members(p)]
+        alive = _live_groups(left)
+        left = [p for p in left if p in alive]
         if not left or time.monotonic() >= deadline:
-            return left
+            break
         time.sleep(every)
+    return left
 
 
 def end_groups(pgids: Iterable[int], grace_s: float) -> None:

@@ -71,9 +71,6 @@ class ServerLoans:
         """Servers serving or on their way back to it: where a new service is counted."""
         return sum(1 for st in self.state.values() if st in (SERVING, RECLAIMING))
 
-    def in_state(self, state: str) -> list[str]:
-        return sorted(node for node, st in self.state.items() if st == state)
-
     # ------------------------------------------------------------------ transitions
 
     def lend(self, node: str, now: float, copies_exist: Callable[[], bool]) -> bool:
