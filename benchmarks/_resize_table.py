@@ -7,7 +7,7 @@ import statistics
 from typing import Any
 
 from benchmarks._resize_probe import PARTS
-from lyra_ray.model.restart_cost import H200_COLD_START_S, MEASURED, RESTART_S
+from lyra_ray.model.restart_cost import H200_WARM_SPARE_S, MEASURED, RESTART_S
 
 LABELS = {
     "stop_signal_s": "stop signal: decision → the loop sees it",
@@ -101,7 +101,7 @@ def render(data: dict[str, Any]) -> str:
     rows += [
         f"Restart model (`lyra_ray/model/restart_cost.py`, the warm medians): "
         f"{MEASURED.stop_signal_s:.2f} + {MEASURED.checkpoint_s:.2f} + {MEASURED.relaunch_s:.2f} "
-        f"+ max({local:.2f}, {H200_COLD_START_S:.2f} H200 cold start) = **{RESTART_S:.1f} s** per "
+        f"+ max({local:.2f}, {H200_WARM_SPARE_S:.2f} H200 warm spare) = **{RESTART_S:.1f} s** per "
         f"restart (median of the {len(warm)} warm totals: "
         f"{statistics.median(r['total_s'] for r in warm):.1f} s).",
     ]

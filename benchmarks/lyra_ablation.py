@@ -59,6 +59,10 @@ VARIANTS: dict[str, tuple[str, dict[str, Any]]] = {
     "one-type": ("no cross-type workers", {"mixed_types": False}),
     "flat-price": (f"a flat {RESTART_S:g} s restart price", {"resize_cost_s": RESTART_S}),
     "no-move": ("no move to faster GPUs", {"move_gain_s": None}),
+    "move-holds": (
+        "moves hold for a waiting job (`move_holds_back=True`)",
+        {"move_holds_back": True},
+    ),
     "before": (
         f"Lyra as evaluated before #44 (a flat {RESTART_S:g} s price)",
         {**BEFORE, "resize_cost_s": RESTART_S},

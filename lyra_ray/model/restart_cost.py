@@ -4,7 +4,7 @@ Why one model: the Lyra policy weighs a resize against what it gains
 (``resize_cost_s``) and the simulator charges each restart an overhead; both used to be
 guesses (60 s and 0 s). Both now come from here:
 
-    restart_s = stop_signal + checkpoint + relaunch + max(workers_up + first_step, cold_start)
+    restart_s = stop_signal + checkpoint + relaunch + max(workers_up + first_step, worker_floor)
 
 * the first three phases and the local worker start are the medians of the live
   runtime's own records of real resizes (``lyra_ray/runtime/restart_phases.py``), taken
@@ -13,12 +13,17 @@ guesses (60 s and 0 s). Both now come from here:
   default (warm) executor: Ray's and lyra's overheads; the workers' processes outlive
   a run, so process start and ``import torch`` are paid once per worker, not per
   restart (#47; the Ray Train path's figures are beside them in the same file);
-* ``cold_start`` is the per-worker floor on a real GPU: a fresh process from
-  ``import torch`` to its second ResNet-50 step with a 200 MB checkpoint restored,
-  measured on an NVIDIA H200 (``../shared/data/gpu/h200.json``, ``cold_start_resnet50``,
-  2026-11-26, the same machine and provenance as the catalogue's ``h200`` rows), median
-  of four runs. A worker cannot restart faster than that, whatever the cluster manager
-  does; where the local worker start is slower, it binds instead.
+* ``worker_floor`` is what the slowest worker of a resize pays on a real GPU, measured on
+  an NVIDIA H200 by ``benchmarks/gpu_warm_restart.py``
+  (``benchmarks/results/gpu_warm_restart.json``): a warm spare, torch imported long
+  before, that initialises CUDA (it may not before its GPUs are known:
+  :mod:`lyra_ray.runtime.gang_worker`), builds ResNet-50, restores a 200 MB checkpoint
+  and takes two steps. A grow's joining worker pays that; a shrink's surviving workers
+  pay less (the same worker's loop called again: 0.32 s there), and a worker started
+  from nothing more (the H200's cold start, :data:`H200_COLD_START_S`, ``import torch``
+  included). Where the local worker start is slower than the floor, it binds instead.
+  Before that measurement the floor was the cold start, which the warm runtime no
+  longer pays per restart.
 
 ``tests/unit/test_restart_cost.py`` keeps these constants equal to their sources.
 
@@ -32,7 +37,7 @@ and is priced as::
 
 with the per-GB costs of writing a checkpoint (``torch.save`` and Ray Train persisting
 it) and reading it back, measured on this host by ``benchmarks/checkpoint_io.py``, and
-``startup`` the job's own start-up (else the H200 cold start). Once the live runtime has
+``startup`` the job's own start-up (else the H200 warm spare's floor). Once the live runtime has
 restarted the job, the phases of its own latest restart (``lyra status``'s
 ``last_restart``, fed back as :class:`lyra_ray.model.messages.RestartMeasured`) replace
 the modelled ones phase by phase: they already include its checkpoint and start-up.
@@ -60,18 +65,27 @@ class RestartCost:
     relaunch_s: float
     workers_up_s: float
     first_step_s: float
-    cold_start_s: float
+    worker_floor_s: float
 
     @property
     def total_s(self) -> float:
-        worker = max(self.workers_up_s + self.first_step_s, self.cold_start_s)
+        worker = max(self.workers_up_s + self.first_step_s, self.worker_floor_s)
         return self.stop_signal_s + self.checkpoint_s + self.relaunch_s + worker
 
 
 H200_COLD_START_S = 8.07
 """Median ``total`` of the four ``cold_start_resnet50`` runs on the H200 (7.13, 7.97,
 8.17, 10.87 s): ~2.5-4.2 s importing torch, ~3.7-5.6 s building ResNet-50 on the host
-CPU, 0.1 s restoring 200 MB, 0.6 s for the first step."""
+CPU, 0.1 s restoring 200 MB, 0.6 s for the first step. What a worker started from nothing
+pays (a grow with no spare waiting); the model's floor is the warm spare's."""
+
+H200_WARM_SPARE_S = 5.02
+"""Median, over the four spares that did not warm up, of ``device_init`` plus their first
+run's ``total`` in ``benchmarks/results/gpu_warm_restart.json`` (4.66, 4.91, 5.14,
+5.33 s): 0.15 s initialising CUDA, 0.2 s building ResNet-50, 3.7 s its first move to the
+device (CUDA loading its kernels on first use), 0.2 s restoring 200 MB, 0.7 s for the
+first step. A spare that had warmed its kernels up while it waited restarted in 0.83-0.96
+s; ours may not touch CUDA before its GPUs are known, so it does not."""
 
 MEASURED = RestartCost(
     stop_signal_s=0.14,
@@ -79,10 +93,10 @@ MEASURED = RestartCost(
     relaunch_s=0.08,
     workers_up_s=0.24,
     first_step_s=0.08,
-    cold_start_s=H200_COLD_START_S,
+    worker_floor_s=H200_WARM_SPARE_S,
 )
 """Medians of ``benchmarks/results/resize_phases.json`` (``median_s``: its warm run),
-and the H200 floor."""
+and the H200 warm spare's floor."""
 
 RESTART_S = round(MEASURED.total_s, 1)
 """Seconds one restart (a resize, or a preemption and resume) costs a job: the Lyra
@@ -113,8 +127,8 @@ def restart_s(
     if all(k in got for k in WORKER_PHASES):
         worker = got["workers_up_s"] + got["first_step_s"]
     else:
-        cold = phases.cold_start_s if startup_s is None else startup_s
-        worker = max(phases.workers_up_s + phases.first_step_s, cold) + gb * RESTORE_S_PER_GB
+        floor = phases.worker_floor_s if startup_s is None else startup_s
+        worker = max(phases.workers_up_s + phases.first_step_s, floor) + gb * RESTORE_S_PER_GB
     return stop + save + relaunch + worker
 
 

@@ -75,7 +75,7 @@ class JobSpec:
     startup_s: float | None = None
     """Seconds one of its workers takes from a fresh process to its first step, restore
     excluded (imports, building the model), as its owner states it; ``None``: the
-    measured cold start (:data:`lyra_ray.model.restart_cost.H200_COLD_START_S`)."""
+    measured warm spare's (:data:`lyra_ray.model.restart_cost.H200_WARM_SPARE_S`)."""
 
     @property
     def elastic(self) -> bool:

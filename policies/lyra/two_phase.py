@@ -71,6 +71,7 @@ class LyraPolicy(PolicyBase):
         resize_cost_s: float | None = None,
         lend_after_s: float | None = 600.0,
         move_gain_s: float | None = 3600.0,
+        move_holds_back: bool = False,
     ) -> None:
         self.loaning = loaning
         self.elastic = elastic
@@ -94,6 +95,12 @@ class LyraPolicy(PolicyBase):
         type whose GPUs no job took when that takes at least this many seconds (its
         restart included) off its completion (:mod:`lyra_ray.policies.lyra.moves`);
         ``None``: running jobs stay on their type."""
+        self.move_holds_back = move_holds_back
+        """A move may not hold back the queued job waiting to gather the GPUs it takes
+        (:func:`lyra_ray.policies.lyra.moves.reservations`: EASY backfilling's rule for
+        moves). Off by default, a documented trade-off: it keeps a large job from being
+        passed over move after move, at a cost in mean queuing and JCT on the
+        evaluation's runs (docs/lyra.md)."""
         self.memory = DemandMemory(lend_after_s) if lend_after_s is not None else None
         """Lend only what serving has not needed for ``lend_after_s`` (policy state)."""
         self._remaining: dict[JobId, tuple[JobView, float]] = {}
@@ -124,6 +131,10 @@ class LyraPolicy(PolicyBase):
         if self.resize_cost_s is not None:
             return self.resize_cost_s
         return snap.restart_model.price(job.id, job.spec)
+
+    def _base(self, job: JobView) -> int:
+        """The GPUs phase 1 starts a job on: its minimum (elastic), else its request."""
+        return job.spec.min_workers if self.elastic else requested_workers(job)
 
     def _reserve(self, snap: ClusterSnapshot) -> int:
         pool = sum(1 for n in snap.nodes if n.pool == "inference")
@@ -259,7 +270,7 @@ class LyraPolicy(PolicyBase):
                 if self.reclaim == "naive":
                     return
                 limit = job.spec.max_workers
-            base = job.spec.min_workers if self.elastic else requested_workers(job)
+            base = self._base(job)
             if base > most_free or job.remaining_steps <= 0:
                 # No type has ``base`` GPUs free: neither a placement nor a loan rule
                 # applies (both need one). With 10,000 queued jobs on a full cluster this
@@ -299,6 +310,9 @@ class LyraPolicy(PolicyBase):
             self.move_gain_s,
             lambda j: self._price(snap, j),
             None if ledger is None else move_within(ledger),
+            [(j, self._base(j)) for j in jobs if j.id not in chosen and j.remaining_steps > 0]
+            if self.move_holds_back
+            else [],
         ):
             # GPUs the moved jobs left: any queued job that fits there now starts.
             most_free = max(free.values(), default=0)

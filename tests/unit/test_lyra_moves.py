@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from lyra_ray.model import Assignment, ClusterSnapshot, JobSpec, JobStatus, JobView, Node
 from lyra_ray.model.throughput import SpecThroughputs
 from lyra_ray.policies.lyra.two_phase import LyraPolicy
@@ -46,8 +48,6 @@ def test_a_move_never_takes_gpus_a_queued_job_can_start_on() -> None:
 def test_a_move_its_teams_bounds_refuse_does_not_happen() -> None:
     # Under the teams wrapper a move books the new type and gives the old one back; a
     # team that may hold only four GPUs (its T4s) borrows no A100s to move onto.
-    from dataclasses import replace
-
     from lyra_ray.model.team_bounds import Limit, TeamBounds
 
     slow = job("slow", 40_000.0, on="t4")
@@ -65,3 +65,54 @@ def test_a_move_its_teams_bounds_refuse_does_not_happen() -> None:
     assert LyraPolicy().allocate(tight).workers["slow"] == ("t4", 4)
     room = replace(snap(slow), team_bounds=bounds(4.0))
     assert LyraPolicy().allocate(room).workers["slow"] == ("a100", 4)
+
+
+def _gather_case(hog_remaining: float) -> ClusterSnapshot:
+    """Eight A100s: four held by ``hog`` (ends after ``hog_remaining`` / 12 s), four
+    free; ``big`` (eight workers) waits to gather all eight; ``slow`` runs on T4s and
+    would gain hours on the four free A100s."""
+    nodes = (Node("a1", "a100", 4), Node("a2", "a100", 4), Node("t", "t4", 4, "inference"))
+    hog = job("hog", hog_remaining)
+    hog = replace(
+        hog,
+        status=JobStatus.RUNNING,
+        current=Assignment("a100", 4, (("a1", 4),)),
+    )
+    big_spec = JobSpec("big", 10_000.0, 8, 8, throughput=SPEED)
+    big = replace(job("big", 10_000.0), spec=big_spec)
+    slow = job("slow", 40_000.0, on="t4")
+    return ClusterSnapshot(
+        0.0, nodes, (hog, big, slow), SpecThroughputs(), serving_demand=0,
+        lent_nodes=frozenset({"t"}),
+    )  # fmt: skip
+
+
+def test_a_move_may_hold_back_the_job_gathering_a_type_only_if_asked() -> None:
+    # ``hog`` ends in 100 s, when ``big`` could have all eight A100s; ``slow`` moved onto
+    # the four free ones would keep them ~3,300 s. By default it moves (more jobs finish
+    # sooner on the evaluation's runs); with ``move_holds_back`` it stays where it is.
+    case = _gather_case(1_200.0)
+    assert LyraPolicy().allocate(case).workers["slow"] == ("a100", 4)
+    held = LyraPolicy(move_holds_back=True).allocate(case)
+    assert held.workers["slow"] == ("t4", 4)
+    assert "big" not in held.workers  # it still waits for the hog's four
+
+
+def test_a_move_that_ends_before_the_waiting_job_could_start_still_happens() -> None:
+    # ``hog`` runs ~83,000 s more: ``slow`` is done on the A100s long before ``big``
+    # could gather eight, so moving it delays nobody.
+    case = _gather_case(1_000_000.0)
+    assert LyraPolicy(move_holds_back=True).allocate(case).workers["slow"] == ("a100", 4)
+
+
+def test_reservations_name_the_shadow_time_and_what_is_spare_then() -> None:
+    from lyra_ray.policies.lyra.moves import reservations
+
+    case = _gather_case(1_200.0)
+    by_id = {j.id: j for j in case.jobs}
+    chosen = {"hog": ("a100", 4, 4), "slow": ("t4", 4, 4)}
+    got = reservations(case, chosen, {"a100": 4, "t4": 0}, [(by_id["big"], 8)])
+    assert got == {"a100": [100.0, 0.0]}  # hog: 1,200 steps at 12/s
+    # a waiting job that needs more than the type has never gathers it: no reservation
+    huge = replace(by_id["big"], spec=JobSpec("huge", 1.0, 16, 16, throughput=SPEED))
+    assert reservations(case, chosen, {"a100": 4, "t4": 0}, [(huge, 16)]) == {}

@@ -39,10 +39,10 @@ def test_a_price_grows_with_the_checkpoint_and_the_start_up() -> None:
     big = rm.price("b", spec("b", ckpt=BIG_MB))
     assert big == pytest.approx(plain + 20 * (SAVE_S_PER_GB + RESTORE_S_PER_GB))
     slow = rm.price("c", dataclasses.replace(spec("c"), startup_s=60.0))
-    # the stated start-up replaces the default cold-start floor in the worker term,
+    # the stated start-up replaces the default floor (the H200 warm spare) in the worker term,
     # max(workers_up + first_step, start-up): whichever of the two bound before
     worker = MEASURED.workers_up_s + MEASURED.first_step_s
-    default = max(worker, MEASURED.cold_start_s)
+    default = max(worker, MEASURED.worker_floor_s)
     assert slow == pytest.approx(plain - default + max(worker, 60.0))
     assert slow > plain
 
