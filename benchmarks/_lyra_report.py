@@ -308,3 +308,38 @@ def noise_line(doc: Mapping[str, Any]) -> str:
         f"{max(q):.2f}x ({len(off)} of {len(q)} runs by more than 1 %), mean JCT by "
         f"{min(j):.2f}x to {max(j):.2f}x."
     )
+
+
+def grid_table(doc: Mapping[str, Any]) -> str:
+    """docs/lyra.md's re-choice of ``lend_after_s`` x ``move_gain_s``: each pair on the
+    runs that choose defaults (the tuning workloads) and, beside it, on all 24."""
+    g = doc.get("grid")
+    if not g:
+        return "(no grid run)"
+    price = doc.get("restart_s", {}).get("grid")
+    works = ", ".join(map(str, g["tuning_workloads"]))
+    out = [
+        f"Each pair on the tuning workloads ({works}; seeds 0-2), and on all 24 runs beside "
+        f"it; restart price {price:g} s for a job that states nothing.",
+        "",
+        "| `lend_after_s` | `move_gain_s` | tuning: all goals met | queuing, JCT vs Basic "
+        "| max preempted | all 24: all goals met | queuing, JCT vs Basic |",
+        "|---|---|---|---|---|---|---|",
+    ]
+
+    def num(v: str) -> tuple[float, str]:
+        return (float("inf"), v) if v == "None" else (float(v), v)
+
+    def key(name: str) -> tuple[tuple[float, str], tuple[float, str]]:
+        lend, move = (p.split("=")[1] for p in name.split(","))
+        return num(lend), num(move)
+
+    for name in sorted(g["variants"], key=key):
+        lend, move = (p.split("=")[1].removesuffix(".0") for p in name.split(","))
+        t, a = g["variants"][name]["tuning_runs"], g["variants"][name]["all_runs"]
+        out.append(
+            f"| {lend} | {move} | {t['all']}/{t['runs']} | {t['queue_geo']:.3f}, "
+            f"{t['jct_geo']:.3f} | {_pct(t['max_preempted'])} | {a['all']}/{a['runs']} "
+            f"| {a['queue_geo']:.3f}, {a['jct_geo']:.3f} |"
+        )
+    return "\n".join(out)

@@ -106,3 +106,45 @@ def render(data: dict[str, Any]) -> str:
         f"{statistics.median(r['total_s'] for r in warm):.1f} s).",
     ]
     return "\n".join(rows)
+
+
+GPU_ROWS = (
+    ("spare_first_run", "a spare's first run (CUDA first used here): a grow"),
+    ("warmed_spare_first_run", "a spare that warmed its kernels up while it waited"),
+    ("same_worker_again", "the same worker's loop again: a shrink, a restart in place"),
+)
+GPU_PHASES = ("build_model", "to_device", "restore", "step_1", "step_2", "total")
+
+
+def gpu_warm_restart(d: dict[str, Any]) -> str:
+    """``docs/runtime.md``'s table of a warm worker's restart on a real GPU
+    (``benchmarks/results/gpu_warm_restart.json``, ``benchmarks/gpu_warm_restart.py``)."""
+    med = d["median_s"]
+    spares = d["spares"]
+    cold = [s for s in spares if not s["warmed_up"]]
+    gens = sum(len(s["generations"]) for s in spares)
+    rows = [
+        f"`benchmarks/gpu_warm_restart.py` on an {d['gpu']} (torch {d['torch']}, "
+        f"{d['host_cores']} host cores, {d['measured']}): {d['job']}, a "
+        f"{d['save']['checkpoint_bytes'] / 1e6:.0f} MB checkpoint (model and momentum); "
+        f"{len(spares)} worker processes, {gens} runs of the loop; median seconds.",
+        "",
+        "| run | build model | to device | restore | step 1 | step 2 | **total** |",
+        "|---|---:|---:|---:|---:|---:|---:|",
+    ]
+    for key, label in GPU_ROWS:
+        m = med.get(key)
+        if m:
+            cells = " | ".join(f"{m[p]:.2f}" for p in GPU_PHASES[:-1])
+            rows.append(f"| {label} | {cells} | **{m['total']:.2f}** |")
+    firsts = [s["device_init"] + s["generations"][0]["total"] for s in cold]
+    rows += [
+        "",
+        f"Before its first run each process paid `import torch` once ({med['import_torch']:.2f} s) "
+        f"and, when it first used CUDA, {med['device_init']:.2f} s initialising it. Writing the "
+        f"checkpoint with `fsync`: {med['save_to_file']:.2f} s (into memory: "
+        f"{med['save_to_memory']:.2f} s). The restart model's per-worker floor is a spare's "
+        f"first run with its CUDA initialisation: {H200_WARM_SPARE_S:.2f} s "
+        f"(median of {', '.join(f'{x:.2f}' for x in sorted(firsts))} s).",
+    ]
+    return "\n".join(rows)

@@ -113,6 +113,12 @@ TABLES: tuple[Table, ...] = (
         "benchmarks._resize_table:render",
     ),
     Table(
+        "gpu-warm-restart",
+        "docs/runtime.md",
+        "benchmarks/results/gpu_warm_restart.json",
+        "benchmarks._resize_table:gpu_warm_restart",
+    ),
+    Table(
         "lyra-eval-summary",
         "docs/lyra.md",
         "benchmarks/results/lyra_eval.json",
@@ -255,6 +261,12 @@ TABLES: tuple[Table, ...] = (
         "docs/lyra.md",
         "benchmarks/results/lyra_ablation.json",
         "benchmarks._lyra_report:noise_line",
+    ),
+    Table(
+        "lyra-grid",
+        "docs/lyra.md",
+        "benchmarks/results/lyra_ablation.json",
+        "benchmarks._lyra_report:grid_table",
     ),
     Table(
         "checkpoint-io",

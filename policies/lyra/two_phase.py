@@ -70,7 +70,7 @@ class LyraPolicy(PolicyBase):
         mixed_types: bool = True,
         resize_cost_s: float | None = None,
         lend_after_s: float | None = 600.0,
-        move_gain_s: float | None = 3600.0,
+        move_gain_s: float | None = 7200.0,
         move_holds_back: bool = False,
     ) -> None:
         self.loaning = loaning

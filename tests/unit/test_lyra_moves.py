@@ -30,16 +30,16 @@ def snap(*jobs: JobView) -> ClusterSnapshot:
 
 
 def test_a_long_job_on_slow_gpus_moves_where_faster_ones_idle() -> None:
-    # 40,000 steps: 10,000 s on four T4s, 3,333 s on four A100s: a gain past an hour
-    slow = job("slow", 40_000.0, on="t4")
+    # 80,000 steps: 20,000 s on four T4s, 6,667 s on four A100s: a gain past two hours
+    slow = job("slow", 80_000.0, on="t4")
     assert LyraPolicy().allocate(snap(slow)).workers["slow"] == ("a100", 4)
     assert LyraPolicy(move_gain_s=None).allocate(snap(slow)).workers["slow"] == ("t4", 4)
-    short = job("short", 4_000.0, on="t4")  # 667 s to gain: not worth a move
+    short = job("short", 8_000.0, on="t4")  # 1,333 s to gain: not worth a move
     assert LyraPolicy().allocate(snap(short)).workers["short"] == ("t4", 4)
 
 
 def test_a_move_never_takes_gpus_a_queued_job_can_start_on() -> None:
-    slow, waiting = job("slow", 40_000.0, on="t4"), job("new", 100.0)
+    slow, waiting = job("slow", 80_000.0, on="t4"), job("new", 100.0)
     alloc = LyraPolicy().allocate(snap(slow, waiting))
     assert alloc.workers["new"] == ("a100", 4)
     assert alloc.workers["slow"] == ("t4", 4)
@@ -50,7 +50,7 @@ def test_a_move_its_teams_bounds_refuse_does_not_happen() -> None:
     # team that may hold only four GPUs (its T4s) borrows no A100s to move onto.
     from lyra_ray.model.team_bounds import Limit, TeamBounds
 
-    slow = job("slow", 40_000.0, on="t4")
+    slow = job("slow", 80_000.0, on="t4")
 
     def bounds(borrow: float) -> TeamBounds:
         return TeamBounds(
@@ -80,7 +80,7 @@ def _gather_case(hog_remaining: float) -> ClusterSnapshot:
     )
     big_spec = JobSpec("big", 10_000.0, 8, 8, throughput=SPEED)
     big = replace(job("big", 10_000.0), spec=big_spec)
-    slow = job("slow", 40_000.0, on="t4")
+    slow = job("slow", 80_000.0, on="t4")
     return ClusterSnapshot(
         0.0, nodes, (hog, big, slow), SpecThroughputs(), serving_demand=0,
         lent_nodes=frozenset({"t"}),
@@ -89,7 +89,7 @@ def _gather_case(hog_remaining: float) -> ClusterSnapshot:
 
 def test_a_move_may_hold_back_the_job_gathering_a_type_only_if_asked() -> None:
     # ``hog`` ends in 100 s, when ``big`` could have all eight A100s; ``slow`` moved onto
-    # the four free ones would keep them ~3,300 s. By default it moves (more jobs finish
+    # the four free ones would keep them ~6,700 s. By default it moves (more jobs finish
     # sooner on the evaluation's runs); with ``move_holds_back`` it stays where it is.
     case = _gather_case(1_200.0)
     assert LyraPolicy().allocate(case).workers["slow"] == ("a100", 4)
@@ -99,7 +99,7 @@ def test_a_move_may_hold_back_the_job_gathering_a_type_only_if_asked() -> None:
 
 
 def test_a_move_that_ends_before_the_waiting_job_could_start_still_happens() -> None:
-    # ``hog`` runs ~83,000 s more: ``slow`` is done on the A100s long before ``big``
+    # ``hog`` runs ~83,000 s more: ``slow`` is done on the A100s well before ``big``
     # could gather eight, so moving it delays nobody.
     case = _gather_case(1_000_000.0)
     assert LyraPolicy(move_holds_back=True).allocate(case).workers["slow"] == ("a100", 4)
