@@ -3,7 +3,7 @@
 Why: a number copied into a doc drifts from the run that produced it (docs/loaning.md
 kept two reclaim latencies its JSON never held; docs/runtime.md's backfill figures went
 stale). Every markdown table in ``docs/*.md`` that holds a number must sit between the
-markers of a table registered in ``benchmarks/docs_tables.py`` (rendered from its results
+markers of a table registered in ``benchmarks/_docs_registry.py`` (rendered from its results
 JSON, kept equal by ``test_docs_tables.py``), or be named in :data:`NOT_MEASURED` with
 the reason it is no measurement. Numbers inside code spans (flags, file names) and
 inside fenced code blocks do not count.
@@ -117,7 +117,7 @@ def unrendered() -> list[tuple[str, int, str]]:
 def test_every_table_of_numbers_is_rendered_from_a_results_json() -> None:
     missing = [(d, n, h) for d, n, h in unrendered() if (d, h) not in NOT_MEASURED]
     assert not missing, "tables of numbers typed into docs (register them in " + (
-        "benchmarks/docs_tables.py, rendered from a results JSON):\n"
+        "benchmarks/_docs_registry.py, rendered from a results JSON):\n"
         + "\n".join(f"{doc}:{line}: {head}" for doc, line, head in missing)
     )
 
