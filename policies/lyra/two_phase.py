@@ -25,7 +25,8 @@ so that a reclaim usually means a scale-in; flexible workers on another type go 
 servers that hold no job's base. A job expected to run longer than
 ``loan_max_remaining_s`` does not start on a loaned server at all (it would likely still
 run when serving wants the server back, and it would run slowly there). ``basic`` and
-``lyra-baseline`` are the paper's comparison scenarios, as configurations of the class.
+``lyra-baseline`` are the paper's comparison scenarios, as configurations of the class
+(:mod:`lyra_ray.policies.lyra.scenarios`).
 """
 
 from __future__ import annotations
@@ -37,11 +38,13 @@ from typing import Any, ClassVar
 from lyra_ray.model import Allocation, ClusterSnapshot, GpuType, JobId, JobView, NodeId
 from lyra_ray.model.team_bounds import ledger_of
 from lyra_ray.policies.base import PolicyBase, register
-from lyra_ray.policies.lyra.cross_type import Candidate, add_extras, flexible_only
+from lyra_ray.policies.lyra.cross_type import Candidate, add_extras
 from lyra_ray.policies.lyra.flexible import greedy_spare, share_spare
 from lyra_ray.policies.lyra.loaning import DemandMemory, LoanDecision, ReclaimMode, decide_loans
 from lyra_ray.policies.lyra.moves import move_to_faster
+from lyra_ray.policies.lyra.preferences import preferred_nodes
 from lyra_ray.policies.lyra.projection import FluidJob
+from lyra_ray.policies.lyra.remaining import RemainingTimes, remaining_time
 from lyra_ray.policies.lyra.team_bounds import extras_within, flexible_within, move_within
 
 
@@ -103,11 +106,8 @@ class LyraPolicy(PolicyBase):
         evaluation's runs (docs/lyra.md)."""
         self.memory = DemandMemory(lend_after_s) if lend_after_s is not None else None
         """Lend only what serving has not needed for ``lend_after_s`` (policy state)."""
-        self._remaining: dict[JobId, tuple[JobView, float]] = {}
-        """Each job's remaining time by the view it was computed from. A view is rebuilt
-        whenever anything in it changes, so the same view object gives the same answer:
-        the 10,000 queued jobs of a busy cluster are not re-timed every decision."""
-        self._remaining_types: tuple[GpuType, ...] = ()
+        self.remaining = RemainingTimes()
+        """Each job's remaining time, cached by view (:mod:`lyra_ray.policies.lyra.remaining`)."""
 
     def to_state(self) -> dict[str, Any]:
         if self.memory is None:
@@ -147,37 +147,6 @@ class LyraPolicy(PolicyBase):
                 cap[n.gpu_type] = cap.get(n.gpu_type, 0) + n.num_gpus
         return cap
 
-    @staticmethod
-    def _remaining_time(snap: ClusterSnapshot, job: JobView, types: Sequence[GpuType]) -> float:
-        # ``job.throughput`` is the model's row at the job's minimum size, kept by the
-        # core for every GPU type the cluster has; reading it rather than asking the
-        # model again matters with 10,000 queued jobs, each ordered every decision.
-        # A view built without the row (a test's, a hand-made snapshot) asks the model.
-        row = job.throughput
-        best = 0.0
-        for t in types:
-            v = row.get(t)
-            if v is None:
-                v = snap.throughput(job, t, job.spec.min_workers)
-            best = max(best, v)
-        return job.remaining_steps / best if best > 0 else float("inf")
-
-    def _remaining_times(
-        self, snap: ClusterSnapshot, types: Sequence[GpuType]
-    ) -> dict[JobId, float]:
-        """Every active job's remaining time, reusing last decision's for unchanged views."""
-        key = tuple(types)
-        cache = self._remaining if key == self._remaining_types else {}
-        fresh: dict[JobId, tuple[JobView, float]] = {}
-        out: dict[JobId, float] = {}
-        for j in snap.jobs:
-            hit = cache.get(j.id)
-            r = hit[1] if hit is not None and hit[0] is j else self._remaining_time(snap, j, types)
-            fresh[j.id] = (j, r)
-            out[j.id] = r
-        self._remaining, self._remaining_types = fresh, key
-        return out
-
     def _type_order(
         self,
         snap: ClusterSnapshot,
@@ -204,7 +173,7 @@ class LyraPolicy(PolicyBase):
             return [*(t for t in first if t in types), *(t for t in types if t not in first)]
         rigid = not (self.elastic and job.spec.elastic)
         if remaining_s is None:
-            remaining_s = self._remaining_time(snap, job, types)
+            remaining_s = remaining_time(snap, job, types)
         long_ = self.loan_max_remaining_s is not None and remaining_s > self.loan_max_remaining_s
         if (rigid and not self.rigid_on_loan) or long_:
             # A job that would still run when serving wants the server back would be
@@ -236,7 +205,7 @@ class LyraPolicy(PolicyBase):
         # as queued right away, so they restart elsewhere if GPUs are free (a migration).
         by_id = {j.id: j for j in snap.jobs}
         all_types = sorted(snap.gpus_by_type(None))
-        remaining = self._remaining_times(snap, all_types)
+        remaining = self.remaining.of(snap, all_types)
         evicted = {j for j, c in loan.workers_cap.items() if c < by_id[j].spec.min_workers}
 
         # Phase 1: base demand, running jobs first, then shortest job first: running,
@@ -359,7 +328,9 @@ class LyraPolicy(PolicyBase):
         return Allocation(
             workers=workers,
             lend=loan.lend,
-            preferred_nodes=self._preferences(snap, workers, loan.lend, extra),
+            preferred_nodes=preferred_nodes(
+                snap, workers, loan.lend, extra, lambda j: self.elastic and j.spec.elastic
+            ),
             extra=extra,
             waiting=waiting,
         )
@@ -413,69 +384,6 @@ class LyraPolicy(PolicyBase):
             now = cur.workers
         price = self._price(snap, job) if now else 0.0
         return FluidJob(job.remaining_steps, base, upper, rates, now, price)
-
-    def _preferences(
-        self,
-        snap: ClusterSnapshot,
-        workers: dict[JobId, tuple[GpuType, int]],
-        lend: frozenset[NodeId],
-        extra: Mapping[JobId, tuple[tuple[GpuType, int], ...]],
-    ) -> dict[JobId, tuple[NodeId, ...]]:
-        """Elastic jobs: lent servers first (a reclaim is then a scale-in); rigid: training.
-
-        With flexible workers on other types, lent servers are split: a job's base on a
-        lent type goes first to lent servers that already hold bases, its flexible
-        workers on another type to lent servers that hold none. Bases then stay packed
-        on few servers and a reclaim finds servers whose loss only scales jobs in.
-        """
-        out: dict[JobId, tuple[NodeId, ...]] = {}
-        by_type: dict[GpuType, list[NodeId]] = {}
-        for n in snap.nodes:
-            by_type.setdefault(n.gpu_type, []).append(n.id)
-        pool = {n.id: n.pool for n in snap.nodes}
-        by_id = {j.id: j for j in snap.jobs}
-        bases, flex_only = flexible_only(snap, lend, workers) if extra else (lend, lend)
-        for j, (t, _) in sorted(workers.items()):
-            elastic = self.elastic and by_id[j].spec.elastic
-            usable = [n for n in by_type.get(t, []) if pool[n] == "training" or n in lend]
-            # Elastic: lent servers; rigid: training servers. The placer takes the best
-            # fit among these first and any other usable server only after them.
-            pref = [n for n in sorted(usable) if (n in lend) == elastic]
-            if extra and elastic and any(n in bases for n in pref):
-                pref = [n for n in pref if n in bases]
-            for g, _ in extra.get(j, ()):
-                pref += sorted(n for n in by_type.get(g, []) if n in flex_only)
-            out[j] = tuple(pref)
-        return out
-
-
-@register
-class BasicPolicy(LyraPolicy):
-    """The paper's *Basic*: loaning with naive reclaim (preempt by server id), greedy
-    elasticity (spare GPUs to admitted elastic jobs in SJF order, each to its max)."""
-
-    name: ClassVar[str] = "basic"
-
-    def __init__(self, **kw: object) -> None:
-        super().__init__(
-            reclaim="naive",
-            flexible="greedy",
-            loan_max_remaining_s=None,
-            reserve_fraction=0.0,
-            mixed_types=False,
-            lend_after_s=None,
-            move_gain_s=None,
-        )
-
-
-@register
-class BaselinePolicy(LyraPolicy):
-    """The paper's *Baseline*: no loaning, no elasticity (each job at its requested size)."""
-
-    name: ClassVar[str] = "lyra-baseline"
-
-    def __init__(self, **kw: object) -> None:
-        super().__init__(loaning=False, elastic=False, lend_after_s=None, move_gain_s=None)
 
 
 register(LyraPolicy)
