@@ -20,9 +20,9 @@ from lyra_ray.scheduling.core import SchedulerCore
 
 
 class RunBook(Protocol):
-    """What the archive needs of the runtime: per-job generations, and forgetting a job."""
+    """What the archive needs of the runtime: a job's latest generation, and forgetting it."""
 
-    generations: dict[str, int]
+    def generation(self, job_id: str) -> int: ...
 
     def forget(self, job_id: str) -> list[tuple[float, str, int, dict[str, Any]]]: ...
 
@@ -107,7 +107,7 @@ def hand_out_terminal(
     """
     ended = core.take_terminal()
     for j in ended:
-        record = describe(j, core.now, runtime.generations.get(j.id, 0), reasons.get(j.id))
+        record = describe(j, core.now, runtime.generation(j.id), reasons.get(j.id))
         archive.add(j, record, runtime.forget(j.id))
         reasons.pop(j.id, None)
     return len(ended)

@@ -38,11 +38,14 @@ class Executor(Source, Sink, Protocol):
     """What runs the jobs: Ray Train live (:class:`~lyra_ray.runtime.ray_runtime.RayRuntime`)."""
 
     dirty: bool
-    generations: dict[str, int]
     decided_at: float | None
     """Wall time of the decision the next ``apply`` carries out (set by the store)."""
 
     def forget(self, job_id: str) -> list[tuple[float, str, int, dict[str, Any]]]: ...
+
+    def generation(self, job_id: str) -> int:
+        """The job's latest generation (0: never started)."""
+        ...
 
     def to_state(self) -> dict[str, Any]: ...
 

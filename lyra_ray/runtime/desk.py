@@ -204,7 +204,7 @@ class JobDesk:
         return {r[2]: r[3] for r in self.store.pending() if r[1] == "submit"}
 
     def _describe(self, j: JobState, waits: Mapping[str, WaitReason]) -> dict[str, Any]:
-        gen = self.runtime.generations.get(j.id, 0)
+        gen = self.runtime.generation(j.id)
         row = describe(j, self.core.now, gen, self.reasons().get(j.id))
         wait = waits.get(j.id)
         if wait is not None:  # why it waits: a stable code and a sentence

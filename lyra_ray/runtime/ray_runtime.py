@@ -32,6 +32,7 @@ from lyra_ray.runtime import runs, stale_pgs
 from lyra_ray.runtime.control import get_or_create_control
 from lyra_ray.runtime.gang_plan import kept_gpus
 from lyra_ray.runtime.inventory import Inventory
+from lyra_ray.runtime.launch_log import Launch, LaunchLog
 from lyra_ray.runtime.restart_phases import RestartPhases
 from lyra_ray.runtime.run_record import MAX_UNEXPECTED_ENDS, START_GRACE_S, RunRecord
 from lyra_ray.train.step_loop import latest_checkpoint
@@ -79,13 +80,8 @@ class RayRuntime:
         self.max_restarts = max_restarts
         self.inventory = Inventory()
         self.runs: dict[str, RunRecord] = {}
-        self.generations: dict[str, int] = {}
-        self.launches: list[tuple[float, str, int, dict[str, Any]]] = []
-        """(wall time, job, generation, assignment) of every run started: the audit trail
-        of jobs not yet archived (:meth:`forget` hands a job's entries to the archive)."""
-        self.stop_requested_at: dict[str, float] = {}
-        self.gaps: list[dict[str, Any]] = []
-        """Per preempt/resize: seconds from the stop request to the next run's start."""
+        self.trail = LaunchLog()
+        """What ran: generations, launches, stop-to-start gaps (:mod:`.launch_log`)."""
         self.phases = RestartPhases()
         self.control = get_or_create_control()
         self.dirty = False
@@ -101,39 +97,32 @@ class RayRuntime:
     def to_state(self) -> dict[str, Any]:
         return {
             "runs": {k: asdict(v) for k, v in sorted(self.runs.items())},
-            "generations": dict(sorted(self.generations.items())),
-            "launches": self.launches,
-            "gaps": self.gaps[-200:],
+            **self.trail.to_state(),
             "waiting": dict(sorted(self.waiting.items())),
             "phases": self.phases.to_state(),
-            "stop_requested_at": dict(sorted(self.stop_requested_at.items())),
         }
 
     def load_state(self, state: Mapping[str, Any]) -> None:
         self.runs = {k: RunRecord(**v) for k, v in state.get("runs", {}).items()}
-        self.generations = dict(state.get("generations", {}))
-        self.launches = [tuple(x) for x in state.get("launches", [])]
-        self.gaps = list(state.get("gaps", []))
+        self.trail.load_state(state)
         self.waiting = dict(state.get("waiting", {}))
         self.phases.load_state(state.get("phases", {}))
-        self.stop_requested_at = dict(state.get("stop_requested_at", {}))
 
-    def forget(self, job_id: str) -> list[tuple[float, str, int, dict[str, Any]]]:
+    def forget(self, job_id: str) -> list[Launch]:
         """A job left the scheduler's state for the archive: drop what is kept per job
         (its generation counter, its launches, the control actor's record, which every
         poll reads whole), so that none grows with the jobs that have ended; returns
         its launches for the archive. It never runs again, so its generation numbers
         cannot be reused."""
-        self.generations.pop(job_id, None)
-        self.stop_requested_at.pop(job_id, None)
         self.phases.forget(job_id)
         self.control.forget.remote(job_id)
         if job_id not in self.runs:
             runs.end_job(job_id)
-        mine = [x for x in self.launches if x[1] == job_id]
-        if mine:
-            self.launches = [x for x in self.launches if x[1] != job_id]
-        return mine
+        return self.trail.forget(job_id)
+
+    def generation(self, job_id: str) -> int:
+        """The job's latest generation (0: never started)."""
+        return self.trail.generation(job_id)
 
     def seed_nodes(self, nodes: Iterable[m.Node]) -> None:
         """After a restart: start the inventory from the nodes the core believes in.
@@ -189,8 +178,7 @@ class RayRuntime:
         spec = self.specs(job_id)
         if spec.entrypoint is None:
             raise ValueError(f"job {job_id} has no entrypoint")
-        gen = self.generations.get(job_id, 0) + 1
-        self.generations[job_id] = gen
+        gen = self.trail.next_generation(job_id)
         a = assignment_from_dict(assignment)
         assert a is not None
         label = self.inventory.label_for_type(a.gpu_type)
@@ -213,9 +201,6 @@ class RayRuntime:
         )
         runs.start_run(req, self.gang_settings)
         now = time.time()
-        asked = self.stop_requested_at.pop(job_id, None)
-        if asked is not None:
-            self.gaps.append({"job_id": job_id, "generation": gen, "gap_s": now - asked})
         # whether or not this scheduler asked for the stop itself: one killed mid-resize
         # left the record open in its state, and the one that carries the resize out
         # closes it (it only takes a record whose old run has let go)
@@ -223,7 +208,7 @@ class RayRuntime:
         self.runs[job_id] = RunRecord(
             job_id, gen, assignment, now, unexpected_ends=unexpected, executor=self.executor
         )
-        self.launches.append((now, job_id, gen, assignment))
+        self.trail.launched(now, job_id, gen, assignment)
         self.dirty = True
 
     def _run_config(self, spec: m.JobSpec, a: m.Assignment) -> dict[str, Any]:
@@ -252,7 +237,7 @@ class RayRuntime:
         keep = kept_gpus(r.assignment, next_assignment)
         if r.phase != "stopping":
             r.phase, r.deadline = "stopping", time.time() + self.grace_s
-            self.stop_requested_at[job_id] = time.time()
+            self.trail.stop_requested(job_id, time.time())
             self.phases.requested(
                 job_id, r.generation, r.assignment["workers"], time.time(), self.decided_at
             )
@@ -457,10 +442,10 @@ class RayRuntime:
         """
         for jid, rec in records.items():
             gen = int(rec["generation"])
-            if gen <= self.generations.get(jid, 0) or (jid not in desired and jid not in self.runs):
+            if gen <= self.trail.generation(jid) or (jid not in desired and jid not in self.runs):
                 continue
             log.warning("reconcile: adopting %s g%d, started after the last commit", jid, gen)
-            self.generations[jid] = gen
+            self.trail.take(jid, gen)
             old = self.runs.pop(jid, None)
             if old is not None:
                 self._kill(old)  # the adopted run replaced it
@@ -470,5 +455,5 @@ class RayRuntime:
                 continue
             now = time.time()
             self.runs[jid] = RunRecord(jid, gen, want, now, executor=self.executor)
-            self.launches.append((now, jid, gen, want))
+            self.trail.adopted(now, jid, gen, want)
             self.dirty = True

@@ -120,7 +120,7 @@ class SchedulerViews:
         """(time, job, generation, assignment) of every run the caller may see."""
         who = self.users.identify(auth)
         with self.lock:
-            rows = sorted(self.runtime.launches + self.archive.launches(), key=lambda x: x[0])
+            rows = sorted(self.runtime.trail.launches + self.archive.launches(), key=lambda x: x[0])
         return [r for r in rows if self._mine(r[1], who)]
 
     def runs(self, auth: str | None = None) -> dict[str, dict[str, Any]]:
@@ -141,7 +141,7 @@ class SchedulerViews:
             return {
                 "cycle_s": list(self.cycle_stats.cycle_s),
                 "commits": list(self.live.commits),
-                "gaps": list(self.runtime.gaps),
+                "gaps": list(self.runtime.trail.gaps),
                 "restart_phases": list(self.runtime.phases.done),
                 "cycles": self.core.cycles,
                 "restarts": self.live.restarts,

@@ -53,7 +53,6 @@ class FluidExecutor(SimRuntime):
         super().__init__(model)
         self.pending_nodes = list(nodes)
         self.dirty = False
-        self.generations: dict[str, int] = {}
 
     def collect(self, now: float, earlier: Sequence[m.Event], progress: bool) -> list[m.Event]:
         ups: list[m.Event] = [m.NodeUp(n) for n in self.pending_nodes]
@@ -62,6 +61,9 @@ class FluidExecutor(SimRuntime):
 
     def forget(self, job_id: str) -> list[tuple[float, str, int, dict[str, Any]]]:
         return []
+
+    def generation(self, job_id: str) -> int:
+        return 0  # the fluid model has no generations: every run is the job's first
 
     def to_state(self) -> dict[str, Any]:
         return {"runs": sorted(self.runs)}

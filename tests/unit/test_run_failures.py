@@ -119,12 +119,12 @@ def test_reconcile_adopts_a_run_started_after_the_last_commit(
         "gone": {"generation": 3, "steps": 0.0, "outcome": None},  # not wanted any more
     }
     runtime.runs["gone"] = RunRecord("gone", 2, {"nodes": [["n1", 1]]}, 0.0)
-    runtime.generations["gone"] = 2
+    runtime.trail.take("gone", 2)
     runtime._adopt_unrecorded({"j": a}, records)
-    assert runtime.runs["j"].generation == 1 and runtime.generations["j"] == 1
-    assert [(j, g) for _t, j, g, _a in runtime.launches] == [("j", 1)]
+    assert runtime.runs["j"].generation == 1 and runtime.generation("j") == 1
+    assert [(j, g) for _t, j, g, _a in runtime.trail.launches] == [("j", 1)]
     assert runtime.started == []  # type: ignore[attr-defined]
-    assert "gone" not in runtime.runs and runtime.generations["gone"] == 3
+    assert "gone" not in runtime.runs and runtime.generation("gone") == 3
     assert ("gone", 3) in killed and ("gone", 2) in killed
     runtime._start("j", runtime.runs["j"].assignment)  # a later start takes the next number
     assert runtime.started == [("j", 2)]  # type: ignore[attr-defined]
@@ -145,7 +145,7 @@ def test_a_resize_whose_scheduler_died_mid_way_is_still_recorded(runtime: RayRun
     restarted.inventory.nodes = dict(runtime.inventory.nodes)
     restarted.inventory.gpu_label = dict(runtime.inventory.gpu_label)
     restarted.load_state(runtime.to_state())
-    assert restarted.stop_requested_at == runtime.stop_requested_at
+    assert restarted.trail.stop_requested_at == runtime.trail.stop_requested_at
     r = restarted.runs["j"]
     events = restarted._ended(r, "stopped", 30.0, "", {"stop_seen": 100.0, "finished_at": 101.0})
     assert events == [m.JobProgress("j", 30.0)] and restarted.runs["j"].generation == 2
