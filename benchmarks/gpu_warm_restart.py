@@ -7,14 +7,20 @@ step, 8.07 s median). The live runtime's workers are warm: their processes outli
 run, so ``import torch`` and the device's initialisation are paid once per worker, not
 per restart. What a warm restart still pays on a GPU — the model rebuilt on the host,
 moved to the device, the checkpoint restored, the first steps (kernel selection) — was
-never measured. This script measures it, on the GPU it finds, with torch alone (no Ray,
-no torchvision: the machine lending the GPU has neither), and writes one JSON file.
+never measured. This script measures it, on the GPU it finds, with torch alone (no Ray:
+the machine that lends a GPU has none; no torchvision: this project's host has none), and
+writes one JSON file.
 
-Two cases, each in its own process:
+Three cases, each worker in its own process, told to start after it has idled a second:
 
-* **a spare** (``generations[0]``): a process that imported torch and initialised the
-  device but never ran the job, then told to start it: build, to device, restore, two
-  steps. A grow onto a waiting spare pays this.
+* **a spare** (``generations[0]`` of a spare not ``warmed_up``): a process that imported
+  torch and initialised CUDA (``device_init``, timed apart) but never ran the job, then
+  builds the model, moves it to the device, restores, takes two steps. A grow onto a
+  waiting spare pays this, plus ``device_init`` where the spare may not touch CUDA
+  before its GPUs are known (this runtime's).
+* **a warmed spare** (``--warmed``): the same, after a few-KB conv net's step while it
+  waited (``warmup``, off the restart's path): what a spare bound to its GPU early could
+  save.
 * **the same worker again** (``generations[1:]``): the job's loop called again in a
   process that ran it before (a shrink's surviving workers, a restart in place).
 
