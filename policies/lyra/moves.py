@@ -17,9 +17,9 @@ with flexible workers on another type already grows onto it in phase 3).
 
 Optionally, a move does not take GPUs a queued job is *waiting to gather*
 (:func:`reservations`). Free fast GPUs too few for the first queued job that needs that
-type are its start in the making: more free up as running jobs end. A move that took them and ran past the
-moment that job would have had enough (its *shadow time*) delayed it, and one big job
-could be held back move after move (on workload-2/1 of the Lyra evaluation a 32-GPU
+type are its start in the making: more free up as running jobs end. A move that took
+them and ran past the moment that job would have had enough (its *shadow time*) delayed
+it, and one big job could be held back move after move (on workload-2/1 of the Lyra evaluation a 32-GPU
 job waited about 2,900 s longer for two moved 4-GPU jobs, and the jobs behind it
 queued longer too). With ``waiting`` given, a move onto a type with a waiting job is
 allowed only if the moved job is expected to finish there by the shadow time, or it
