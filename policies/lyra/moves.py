@@ -19,16 +19,16 @@ Optionally, a move does not take GPUs a queued job is *waiting to gather*
 (:func:`reservations`). Free fast GPUs too few for the first queued job that needs that
 type are its start in the making: more free up as running jobs end. A move that took
 them and ran past the moment that job would have had enough (its *shadow time*) delayed
-it, and one big job could be held back move after move (on workload-2/1 of the Lyra evaluation a 32-GPU
-job waited about 2,900 s longer for two moved 4-GPU jobs, and the jobs behind it
-queued longer too). With ``waiting`` given, a move onto a type with a waiting job is
-allowed only if the moved job is expected to finish there by the shadow time, or it
-fits in what is left over then (EASY backfilling's rule, applied to moves only: phase 1
-keeps the paper's shortest-job-first start). The Lyra policy passes it only when
-``move_holds_back`` is on, which it is not by default: on the evaluation's runs the
-rule protects the waiting job but costs mean queuing and JCT overall (a job that waits
-to gather a whole type is usually large, and the moves it blocks let many small jobs
-finish sooner; docs/lyra.md's ablation).
+it, and one big job could be held back move after move (on workload-2/1 of the Lyra
+evaluation a 32-GPU job waited about 2,900 s longer for two moved 4-GPU jobs, and the
+jobs behind it queued longer too). With ``waiting`` given, a move onto a type with a
+waiting job is allowed only if the moved job is expected to finish there by the shadow
+time, or it fits in what is left over then (EASY backfilling's rule, applied to moves
+only: phase 1 keeps the paper's shortest-job-first start). The Lyra policy passes it
+only when ``move_holds_back`` is on, which it is not by default: on the evaluation's
+runs the rule protects the waiting job but costs mean queuing and JCT overall (a job
+that waits to gather a whole type is usually large, and the moves it blocks let many
+small jobs finish sooner; docs/lyra.md's ablation).
 """
 
 from __future__ import annotations
