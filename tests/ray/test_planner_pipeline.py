@@ -96,6 +96,9 @@ within 2-9 % of their neighbours; with errors of that size Spearman falls under 
 about one run in four (4,000 simulated runs: 25 %), as it did in CI (0.71, 0.74). Seven
 configurations 12 % apart miss 0.8 about once in 10,000 runs at 6 % error, once in 200
 at 8 %."""
+TIE = 0.02
+"""Predictions this close (2 %) are ties to the planner, far under its ~6 % error
+(``SPACING``): among them the ranking's choice may favour a schedule not yet in it."""
 MIN_RANKED = 4
 """Spearman 0.8 allows one swap of neighbours among four configurations (0.8) and two
 among five (0.8), so four is not a looser bar on the order, only a shorter one. How
@@ -220,12 +223,23 @@ class Quiet:
 
 def spaced(predicted: dict[Config, float]) -> list[Config]:
     """The fastest configuration, then each next one predicted at least ``SPACING`` times
-    slower than the last taken; chosen from predictions alone, before anything runs."""
+    slower than the last taken; chosen from predictions alone, before anything runs.
+    Among configurations predicted within ``TIE`` of the fastest that qualifies, the
+    first whose (schedule, chunks) no taken one has goes first: they are ties to the
+    planner, and a sort that broke them by name once took four GPipe configurations
+    (GPipe and 1F1B at eight microbatches are predicted alike on two stages), so the
+    ranking no longer spanned two schedules (the "not one knob" check below)."""
     out: list[Config] = []
-    for c in sorted(predicted, key=lambda c: predicted[c]):
-        if not out or predicted[c] >= SPACING * predicted[out[-1]]:
-            out.append(c)
-    return out
+    left = sorted(predicted, key=lambda c: (predicted[c], c))
+    while True:
+        ok = [c for c in left if not out or predicted[c] >= SPACING * predicted[out[-1]]]
+        if not ok:
+            return out
+        knobs = {(c[0], c[2]) for c in out}
+        ties = [c for c in ok if predicted[c] <= (1 + TIE) * predicted[ok[0]]]
+        pick = next((c for c in ties if (c[0], c[2]) not in knobs), ok[0])
+        out.append(pick)
+        left = [c for c in left if predicted[c] > predicted[pick]]
 
 
 def measure(workers: list[Any]) -> list[dict[str, Any]]:
