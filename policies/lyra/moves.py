@@ -112,9 +112,10 @@ def move_to_faster(
         for g, n in free.items():
             fast = snap.throughput(job, g, base) if g != t and n >= base else 0.0
             if fast > now:
-                gain = rem / now - rem / fast - price(job)
+                cost = price(job)
+                gain = rem / now - rem / fast - cost
                 if gain >= min_gain_s:
-                    offers.append((gain, jid, g, price(job) + rem / fast))
+                    offers.append((gain, jid, g, cost + rem / fast))
     held = reservations(snap, chosen, free, waiting) if offers and waiting else {}
     moved: list[JobId] = []
     for _, jid, g, done_s in sorted(offers, key=lambda o: (-o[0], o[1], o[2])):
