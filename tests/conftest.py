@@ -42,3 +42,30 @@ def _ray_session_ends_with_its_module() -> Iterator[None]:
         from lyra_ray.ops.embedded import disconnect
 
         disconnect()
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Iterator[None]:
+    """A failed live test's report ends with the scheduler actor's log tail.
+
+    WHY: see ``tests/actor_logs.py``; read while the test's cluster is still up (its
+    module's fixture tears it down later), only when the test connected to Ray.
+    """
+    outcome = yield
+    report = outcome.get_result()
+    ray = sys.modules.get("ray")
+    if not report.failed or ray is None or not ray.is_initialized():
+        return
+    try:
+        from pathlib import Path
+
+        from ray._private import worker
+
+        logs = Path(worker._global_node.get_logs_dir_path())
+    except Exception:  # a report is never lost to its own add-on
+        return
+    from tests.actor_logs import actor_log_tails
+
+    tail = actor_log_tails(logs, "GlobalScheduler")
+    if tail:
+        report.sections.append(("scheduler actor log (tail)", tail))

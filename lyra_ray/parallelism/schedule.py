@@ -56,7 +56,12 @@ def in_flight(schedule: Schedule, stage: int, p: int, m: int, v: int = 1) -> flo
 def valid(schedule: Schedule, p: int, m: int, v: int, layers_per_device: int) -> bool:
     """Whether the schedule can run: interleaving needs ``v >= 2`` chunks of at least one
     layer each, more than one stage, and ``m`` a multiple of ``p`` (Megatron-LM and
-    ``torch.distributed.pipelining`` both require it)."""
+    ``torch.distributed.pipelining`` both require it). 1F1B needs ``m >= p``:
+    ``torch.distributed.pipelining.Schedule1F1B`` refuses fewer microbatches than stages
+    (Megatron-LM runs them, as GPipe in all but the later stages' memory), and a plan
+    that the runtime's library refuses is no plan."""
+    if schedule == "1f1b":
+        return v == 1 and m >= p
     if schedule != "interleaved":
         return v == 1
     return p > 1 and v >= 2 and m % p == 0 and layers_per_device >= v

@@ -152,6 +152,12 @@ class GlobalScheduler:
         )
         self._restore()
         self.live.save(self.core, [])
+        log.info(
+            "scheduling: policy %s, state %s, start %d",
+            self.cfg.policy,
+            self.cfg.state_dir,
+            self.live.restarts,
+        )
         threading.Thread(target=self._loop, name="lyra-loop", daemon=True).start()
 
     def _restore(self) -> None:

@@ -192,3 +192,16 @@ def test_removing_a_node_resumes_its_jobs_elsewhere(
     assert len(runs) == 2 and runs[1]["gpu_type"] == "p100"
     assert_every_step_once(log, 80, slack=10)
     assert_placements_match(client, jid)
+
+
+def test_a_failed_tests_report_can_read_the_schedulers_log(client: Any) -> None:
+    """What ``tests/conftest.py`` adds to a failed live test's report is found on a real
+    cluster: the scheduler actor's ``.err`` file, by Ray's actor mark, holding the line the
+    actor logs at start (a diagnostic that found nothing would stay silent)."""
+    from ray._private import worker
+
+    from tests.actor_logs import actor_log_tails
+
+    client.call("ping")  # the actor is up (restarted by the kill test above, if it ran)
+    tail = actor_log_tails(Path(worker._global_node.get_logs_dir_path()), "GlobalScheduler")
+    assert "scheduling: policy fifo_nonpreemptive" in tail, tail[-2000:]

@@ -116,3 +116,12 @@ def test_sensitivity_reports_preemptions_past_five_percent_and_longer_queues() -
     assert "all three goals on 11–16 of 24 runs per regime" in text
     assert "passes 5 % on 2 runs of regime “default” (at most 6.9 %)" in text
     assert "regime “48 A100” (5.7 % longer, JCT 10.0 % shorter)" in text
+
+
+def test_sensitivity_sets_the_former_threshold_beside_the_default() -> None:
+    """Whether a change on the held-out seeds is the price's or the re-chosen threshold's."""
+    default = {**_tally(12, 14, 24, 1.009, 0.044), "seeds": [3, 4, 5]}
+    default["former_move_gain"] = {"move_gain_s": 3600.0, **_tally(14, 14, 23, 1.03, 0.056)}
+    text = P.sensitivity({"sensitivity": {"default": default}})
+    assert "former `move_gain_s=3600` meets all three goals on 14 of 24 runs" in text
+    assert "against the default's 12" in text and "at most 5.6 % preempted" in text

@@ -66,7 +66,14 @@ def test_interleaving_needs_m_a_multiple_of_p_and_a_layer_per_chunk() -> None:
     assert not valid("interleaved", p=4, m=6, v=2, layers_per_device=4)
     assert not valid("interleaved", p=1, m=8, v=2, layers_per_device=4)
     assert not valid("interleaved", p=4, m=8, v=4, layers_per_device=2)
-    assert valid("1f1b", p=4, m=3, v=1, layers_per_device=1)
+    assert valid("1f1b", p=4, m=4, v=1, layers_per_device=1)
+
+
+def test_1f1b_needs_as_many_microbatches_as_stages() -> None:
+    """torch.distributed.pipelining's Schedule1F1B raises on m < p: a plan with fewer would
+    fail when run (the live planner test once ranked 1F1B at one microbatch on two stages)."""
+    assert not valid("1f1b", p=4, m=3, v=1, layers_per_device=1)
+    assert valid("gpipe", p=4, m=3, v=1, layers_per_device=1)
 
 
 def test_planner_reports_the_formula_bubble_for_identical_stages() -> None:

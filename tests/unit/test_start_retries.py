@@ -52,3 +52,16 @@ def test_any_other_failure_is_raised_at_once(tmp_path: Any) -> None:
     with pytest.raises(ValueError, match="num_gpus"):
         _live(cluster, tmp_path).add_gpu_node("v100", -1)
     assert cluster.calls == 1
+
+
+def test_a_port_taken_between_its_pick_and_its_bind_is_started_again_on_fresh_ports(
+    tmp_path: Any,
+) -> None:
+    """A port picked free can be taken by another process before Ray binds it: the
+    dashboard then dies "address already in use" (seen starting a test module's head)."""
+    taken = Exception(
+        "Failed to find a valid port for dashboard after 0 retries: [Errno 98] error while "
+        "attempting to bind on address ('127.0.0.1', 44217): address already in use"
+    )
+    cluster = FlakyCluster([taken])
+    assert _live(cluster, tmp_path).add_gpu_node("v100", 2) == "n2"
