@@ -20,6 +20,7 @@ move when nothing but timing changes. Writes ``benchmarks/results/lyra_ablation.
     .venv/bin/python benchmarks/lyra_ablation.py --noise         # ~1 min
     .venv/bin/python benchmarks/lyra_ablation.py --pollux-only   # ~5 min, Philly kept
     .venv/bin/python benchmarks/lyra_ablation.py --grid          # ~4 min
+    .venv/bin/python benchmarks/lyra_ablation.py --only NAME     # one new row, ~10 min
 
 ``--grid`` re-chooses ``lend_after_s`` x ``move_gain_s`` the way the defaults were chosen,
 on the Pollux runs that chose them (workloads 1, 2, 6), and runs every pair on all 24
@@ -52,6 +53,10 @@ VARIANTS: dict[str, tuple[str, dict[str, Any]]] = {
     "lyra": ("Lyra (defaults)", {}),
     "reserve": ("a reserve of 10 % of the pool (the former default)", {"reserve_fraction": 0.1}),
     "no-4h": ("no 4-h rule (`loan_max_remaining_s=None`)", {"loan_max_remaining_s": None}),
+    "loan-1h": (
+        "a 1-h rule (`loan_max_remaining_s=3600`)",
+        {"loan_max_remaining_s": 3600.0},
+    ),
     "lend-now": ("lends at once (`lend_after_s=None`)", {"lend_after_s": None}),
     "lend-30m": ("lends after 30 min (`lend_after_s=1800`)", {"lend_after_s": 1800.0}),
     "greedy": ("phase 2 greedy, not the knapsack", {"flexible": "greedy"}),
@@ -164,6 +169,27 @@ def grid(base: argparse.Namespace) -> dict[str, Any]:
     return {"tuning_workloads": list(W.TUNED_POLLUX), "variants": rows}
 
 
+def merged(
+    doc: dict[str, Any], part: str, got: dict[str, Any], only: list[str] | None
+) -> dict[str, Any]:
+    """``got`` as the part's variants, or with ``--only`` merged into the stored ones.
+
+    WHY the check: a row re-run alone is comparable with the stored rows only if the
+    stored defaults were made by code and a price that decide alike, so the defaults run
+    again beside it and must come out equal; else nothing is written (run it whole).
+    """
+    if not only:
+        return got
+    stored = doc.get(part, {})
+    if doc.get("restart_s", {}).get(part) != RESTART_S or stored.get("lyra") != got["lyra"]:
+        raise SystemExit(
+            f"lyra_ablation.py --only: the stored {part} results were made by code or a "
+            f"restart price that decides otherwise (the defaults' row differs: stored "
+            f"{stored.get('lyra')}, now {got['lyra']}); nothing written: run the whole ablation"
+        )
+    return {**stored, **got}
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--sensitivity", action="store_true")
@@ -174,8 +200,19 @@ def main() -> int:
         action="store_true",
         help="rerun the Pollux runs only, keeping the stored Philly part (~35 of the 40 min)",
     )
+    ap.add_argument(
+        "--only",
+        type=lambda v: [x for x in v.split(",") if x],
+        default=None,
+        metavar="NAME[,NAME]",
+        help="run these variants (and the defaults, as a check) and merge them into the "
+        "stored results, which must have been made by code that decides alike",
+    )
     ap.add_argument("--out", type=Path, default=E.ROOT / "benchmarks/results/lyra_ablation.json")
     args = ap.parse_args()
+    unknown = sorted(set(args.only or ()) - set(VARIANTS))
+    if unknown:
+        ap.error(f"--only: no variant named {', '.join(unknown)} (known: {', '.join(VARIANTS)})")
     logging.basicConfig(level=logging.WARNING)
     doc: dict[str, Any] = json.loads(args.out.read_text()) if args.out.is_file() else {}
     base = E.parser().parse_args([])
@@ -224,9 +261,10 @@ def main() -> int:
             log.warning("%s: %s", name, sens[name])
         doc["sensitivity"] = sens
     else:
-        variants = {k: kw for k, (_, kw) in VARIANTS.items()}
+        variants = {k: kw for k, (_, kw) in VARIANTS.items() if not args.only or k in args.only}
+        variants.setdefault("lyra", {})
         pollux = [W.pollux_case(w, s, base) for w in W.POLLUX_WORKLOADS for s in (0, 1, 2)]
-        doc["pollux"] = run_all(pollux, variants)["variants"]
+        doc["pollux"] = merged(doc, "pollux", run_all(pollux, variants)["variants"], args.only)
         log.warning("pollux: %d runs of %d variants done", len(pollux), len(variants))
     if not (args.noise or args.sensitivity or args.pollux_only):
         base.cluster_id = "6214e9"
@@ -236,7 +274,7 @@ def main() -> int:
             for w in W.PHILLY_WINDOWS
             for s in (0, 1)
         ]
-        doc["philly"] = run_all(cases, variants)["variants"]
+        doc["philly"] = merged(doc, "philly", run_all(cases, variants)["variants"], args.only)
     if not (args.noise or args.sensitivity):
         doc["labels"] = {k: label for k, (label, _) in VARIANTS.items()}
         doc["order"] = list(VARIANTS)  # the JSON's keys are sorted
