@@ -208,6 +208,18 @@ TABLES: tuple[Table, ...] = (
         "benchmarks._lyra_report:noise_line",
     ),
     Table(
+        "lyra-loan-grid",
+        "docs/lyra.md",
+        "benchmarks/results/lyra_ablation.json",
+        "benchmarks._lyra_report:loan_grid_table",
+    ),
+    Table(
+        "lyra-loan-oracle",
+        "docs/lyra.md",
+        "benchmarks/results/lyra_loan_oracle.json",
+        "benchmarks._loan_oracle_report:oracle_table",
+    ),
+    Table(
         "lyra-grid",
         "docs/lyra.md",
         "benchmarks/results/lyra_ablation.json",

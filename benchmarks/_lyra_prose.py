@@ -379,8 +379,7 @@ def sensitivity(doc: Mapping[str, Any]) -> str:
             f"(at most {_pct(max(t['max_preempted'] for t in ts))})."
         )
     for k, t in sens.items():
-        f = t.get("former_move_gain")
-        if f:
+        if f := t.get("former_move_gain"):
             line += (
                 f" On regime “{k}” (seeds {', '.join(map(str, t['seeds']))}), the same "
                 f"price with the former `move_gain_s={f['move_gain_s']:g}` meets all three "

@@ -343,3 +343,30 @@ def grid_table(doc: Mapping[str, Any]) -> str:
             f"| {a['queue_geo']:.3f}, {a['jct_geo']:.3f} |"
         )
     return "\n".join(out)
+
+
+def loan_grid_table(doc: Mapping[str, Any]) -> str:
+    """docs/lyra.md's choice of ``loan_max_remaining_s``: each value on the tuning runs
+    (which chose) and, beside it, on all 24."""
+    g = doc.get("loan_grid")
+    if not g:
+        return "(no loan grid run)"
+    price = doc.get("restart_s", {}).get("loan_grid")
+    works = ", ".join(map(str, g["tuning_workloads"]))
+    out = [
+        f"Each value on the tuning workloads ({works}; seeds 0-2), and on all 24 runs beside "
+        f"it; the other settings their defaults; restart price {price:g} s.",
+        "",
+        "| `loan_max_remaining_s` | tuning: all goals met | queuing, JCT vs Basic "
+        "| max preempted | all 24: all goals met | queuing, JCT vs Basic |",
+        "|---|---|---|---|---|---|",
+    ]
+    rows = g["variants"]
+    for name in sorted(rows, key=lambda n: float(n.split("=")[1].replace("None", "inf"))):
+        t, a = rows[name]["tuning_runs"], rows[name]["all_runs"]
+        out.append(
+            f"| {name.split('=')[1].removesuffix('.0')} | {t['all']}/{t['runs']} "
+            f"| {t['queue_geo']:.3f}, {t['jct_geo']:.3f} | {_pct(t['max_preempted'])} "
+            f"| {a['all']}/{a['runs']} | {a['queue_geo']:.3f}, {a['jct_geo']:.3f} |"
+        )
+    return "\n".join(out)

@@ -2,7 +2,7 @@
 
 On the runs of ``benchmarks/lyra_eval.py`` (every Pollux workload x seeds 0-2 in its
 default regime, and the 14 Philly pairs), Basic and Lyra with one part changed at a
-time (:data:`VARIANTS`): the reserve held back, ``loan_max_remaining_s`` (the 4-h
+time (:data:`VARIANTS`): the reserve held back, ``loan_max_remaining_s`` (the loan
 rule), ``lend_after_s``, phase 2's valuation (greedy instead of the knapsack), naive
 instead of knapsack reclaim, cross-type workers, the restart model (a flat ``RESTART_S``), the
 move to faster GPUs, and Lyra as it was evaluated before #44. Per variant: the runs on
@@ -20,6 +20,7 @@ move when nothing but timing changes. Writes ``benchmarks/results/lyra_ablation.
     .venv/bin/python benchmarks/lyra_ablation.py --noise         # ~1 min
     .venv/bin/python benchmarks/lyra_ablation.py --pollux-only   # ~5 min, Philly kept
     .venv/bin/python benchmarks/lyra_ablation.py --grid          # ~4 min
+    .venv/bin/python benchmarks/lyra_ablation.py --loan-grid     # ~1 min
     .venv/bin/python benchmarks/lyra_ablation.py --only NAME     # one new row, ~10 min
 
 ``--grid`` re-chooses ``lend_after_s`` x ``move_gain_s`` the way the defaults were chosen,
@@ -52,10 +53,13 @@ BEFORE = {"reserve_fraction": 0.0, "lend_after_s": 1800.0, "move_gain_s": None}
 VARIANTS: dict[str, tuple[str, dict[str, Any]]] = {
     "lyra": ("Lyra (defaults)", {}),
     "reserve": ("a reserve of 10 % of the pool (the former default)", {"reserve_fraction": 0.1}),
-    "no-4h": ("no 4-h rule (`loan_max_remaining_s=None`)", {"loan_max_remaining_s": None}),
-    "loan-1h": (
-        "a 1-h rule (`loan_max_remaining_s=3600`)",
-        {"loan_max_remaining_s": 3600.0},
+    "no-loan-rule": (
+        "no loan rule (`loan_max_remaining_s=None`)",
+        {"loan_max_remaining_s": None},
+    ),
+    "loan-4h": (
+        "the former 4-h loan rule (`loan_max_remaining_s=14400`)",
+        {"loan_max_remaining_s": 14400.0},
     ),
     "lend-now": ("lends at once (`lend_after_s=None`)", {"lend_after_s": None}),
     "lend-30m": ("lends after 30 min (`lend_after_s=1800`)", {"lend_after_s": 1800.0}),
@@ -151,13 +155,29 @@ GRID_LEND = (None, 300.0, 600.0, 1200.0, 1800.0)
 GRID_MOVE = (None, 1800.0, 3600.0, 7200.0)
 
 
+GRID_LOAN = (None, 1800.0, 3600.0, 7200.0, 14400.0)
+"""``loan_max_remaining_s`` values of ``--loan-grid`` (the other settings their defaults)."""
+
+
 def grid(base: argparse.Namespace) -> dict[str, Any]:
     """Each (lend_after_s, move_gain_s) pair on the tuning runs and on all 24."""
-    variants = {
-        f"lend={la},move={mg}": {"lend_after_s": la, "move_gain_s": mg}
-        for la in GRID_LEND
-        for mg in GRID_MOVE
-    }
+    return sweep(
+        base,
+        {
+            f"lend={la},move={mg}": {"lend_after_s": la, "move_gain_s": mg}
+            for la in GRID_LEND
+            for mg in GRID_MOVE
+        },
+    )
+
+
+def loan_grid(base: argparse.Namespace) -> dict[str, Any]:
+    """Each ``loan_max_remaining_s`` of :data:`GRID_LOAN` on the tuning runs and all 24."""
+    return sweep(base, {f"loan={v}": {"loan_max_remaining_s": v} for v in GRID_LOAN})
+
+
+def sweep(base: argparse.Namespace, variants: dict[str, dict[str, Any]]) -> dict[str, Any]:
+    """Each variant on the tuning runs and, beside it, on all 24 Pollux runs."""
     cases = [W.pollux_case(w, s, base) for w in W.POLLUX_WORKLOADS for s in (0, 1, 2)]
     got = run_all(cases, variants)
     tuned = {c.key for c in cases if not c.held_out}
@@ -195,6 +215,7 @@ def main() -> int:
     ap.add_argument("--sensitivity", action="store_true")
     ap.add_argument("--noise", action="store_true")
     ap.add_argument("--grid", action="store_true", help="lend_after_s x move_gain_s (~4 min)")
+    ap.add_argument("--loan-grid", action="store_true", help="loan_max_remaining_s (~1 min)")
     ap.add_argument(
         "--pollux-only",
         action="store_true",
@@ -217,9 +238,10 @@ def main() -> int:
     doc: dict[str, Any] = json.loads(args.out.read_text()) if args.out.is_file() else {}
     base = E.parser().parse_args([])
     base.fraction = DEFAULT_FRACTION
-    if args.grid:
-        doc["grid"] = grid(base)
-        doc.setdefault("restart_s", {})["grid"] = RESTART_S
+    if args.grid or args.loan_grid:
+        part = "grid" if args.grid else "loan_grid"
+        doc[part] = grid(base) if args.grid else loan_grid(base)
+        doc.setdefault("restart_s", {})[part] = RESTART_S
         args.out.write_text(json.dumps(doc, indent=1, sort_keys=True) + "\n")
         print(f"wrote {args.out}")
         return 0

@@ -34,7 +34,9 @@ def cluster(**types: int) -> list[Node]:
 
 
 def check_invariants(core: SchedulerCore) -> None:
-    """No GPU over-allocated; one GPU type per job; sizes within [min, max]; progress bounded."""
+    """No GPU over-allocated; each of a job's GPUs of its base type or of one of its
+    ``extra`` parts (Lyra's flexible workers on another type), each part's GPUs as
+    many as the part says; sizes within [min, max]; progress bounded."""
     used: dict[str, int] = {}
     pairs_seen: set[tuple[str, str]] = set()
     for j in core.jobs.values():
@@ -49,9 +51,10 @@ def check_invariants(core: SchedulerCore) -> None:
         assert j.status is JobStatus.RUNNING
         assert j.spec.min_workers <= a.workers <= j.spec.max_workers, (j.id, a)
         assert sum(g for _, g in a.nodes) == a.workers, (j.id, a)
+        per_type: dict[str, int] = {}
         for node_id, g in a.nodes:
             node = core.nodes[node_id]
-            assert node.gpu_type == a.gpu_type, (j.id, node, a)
+            per_type[node.gpu_type] = per_type.get(node.gpu_type, 0) + g
             assert node.pool == "training" or node_id in core.lent, (j.id, node_id)
             if a.partner is not None:
                 key = (node_id, min(j.id, a.partner))
@@ -59,6 +62,7 @@ def check_invariants(core: SchedulerCore) -> None:
                     continue
                 pairs_seen.add(key)
             used[node_id] = used.get(node_id, 0) + g
+        assert per_type == {t: w for t, w in a.parts if w}, (j.id, per_type, a)
     for node_id, g in used.items():
         assert g <= core.nodes[node_id].num_gpus, (node_id, g)
 
