@@ -47,4 +47,13 @@ def oracle_table(doc: Mapping[str, Any]) -> str:
         f"| geometric mean (preempted: mean) | {mean('basic')} | {geo('lq')}, {geo('lj')} "
         f"| {mean('lyra')} | {geo('oq')}, {geo('oj')} | {mean('oracle')} |"
     )
+    lyra = [p["lyra"] for p in pairs.values()]
+    if all("preemptions" in r for r in lyra):
+        total = sum(r["preemptions"] for r in lyra)
+        by_reclaim = sum(r["reclaim_preemptions"] for r in lyra)
+        out += [
+            "",
+            f"Of Lyra's {total:,} preemptions over these pairs, {by_reclaim:,} "
+            f"({100 * by_reclaim / max(total, 1):.0f} %) were reclaims of lent servers.",
+        ]
     return "\n".join(out)

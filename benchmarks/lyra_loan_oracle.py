@@ -40,7 +40,7 @@ from lyra_ray.sim.simulator import Simulator
 
 log = logging.getLogger("lyra_loan_oracle")
 OUT = E.ROOT / "benchmarks/results/lyra_loan_oracle.json"
-KEYS = ("avg_queue_s", "avg_jct_s", "preemption_ratio", "reclaim_preemptions")
+KEYS = ("avg_queue_s", "avg_jct_s", "preemption_ratio", "preemptions", "reclaim_preemptions")
 
 
 def run(policy: Policy, case: W.Case) -> dict[str, Any]:
