@@ -378,16 +378,6 @@ def sensitivity(doc: Mapping[str, Any]) -> str:
             " Its preempted share stays at most 5 % on every run "
             f"(at most {_pct(max(t['max_preempted'] for t in ts))})."
         )
-    for k, t in sens.items():
-        if f := t.get("former_move_gain"):
-            line += (
-                f" On regime “{k}” (seeds {', '.join(map(str, t['seeds']))}), the same "
-                f"price with the former `move_gain_s={f['move_gain_s']:g}` meets all three "
-                f"goals on {f['all']} of {f['runs']} runs (queuing and JCT "
-                f"{f['queue_geo']:.3f} and {f['jct_geo']:.3f} of Basic's, at most "
-                f"{_pct(f['max_preempted'])} preempted) against the default's {t['all']} "
-                f"({t['queue_geo']:.3f}, {t['jct_geo']:.3f}, {_pct(t['max_preempted'])})."
-            )
     if worse_q:
         line += (
             " Lyra queues longer than Basic on average (geometric mean) in "

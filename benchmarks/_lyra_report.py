@@ -285,12 +285,14 @@ def sensitivity_table(doc: Mapping[str, Any]) -> str:
     ]
     for name, t in doc.get("sensitivity", {}).items():
         caps = ", ".join(s.split("@")[1] for s in t["serving"])
-        out.append(
-            f"| {name} | {t['cluster']} / {t['inference']} | {caps} "
-            f"| {', '.join(map(str, t['seeds']))} | {t['all']}/{t['runs']} "
-            f"| {t['queue']} / {t['jct']} / {t['preempted']} "
-            f"| {t['queue_geo']:.3f}, {t['jct_geo']:.3f} | {_pct(t['max_preempted'])} |"
-        )
+        alts = t.get("alternatives", {}).values()
+        for label, r in ((name, t), *((f"{name}, with {a['label']}", a) for a in alts)):
+            out.append(
+                f"| {label} | {t['cluster']} / {t['inference']} | {caps} "
+                f"| {', '.join(map(str, t['seeds']))} | {r['all']}/{r['runs']} "
+                f"| {r['queue']} / {r['jct']} / {r['preempted']} "
+                f"| {r['queue_geo']:.3f}, {r['jct_geo']:.3f} | {_pct(r['max_preempted'])} |"
+            )
     return "\n".join(out)
 
 

@@ -2,7 +2,7 @@
 
 On the runs of ``benchmarks/lyra_eval.py`` (every Pollux workload x seeds 0-2 in its
 default regime, and the 14 Philly pairs), Basic and Lyra with one part changed at a
-time (:data:`VARIANTS`): the reserve held back, ``loan_max_remaining_s`` (the loan
+time (:data:`VARIANTS`): the reserve held back, ``loan_max_remaining_s`` (the 4-h
 rule), ``lend_after_s``, phase 2's valuation (greedy instead of the knapsack), naive
 instead of knapsack reclaim, cross-type workers, the restart model (a flat ``RESTART_S``), the
 move to faster GPUs, and Lyra as it was evaluated before #44. Per variant: the runs on
@@ -53,13 +53,10 @@ BEFORE = {"reserve_fraction": 0.0, "lend_after_s": 1800.0, "move_gain_s": None}
 VARIANTS: dict[str, tuple[str, dict[str, Any]]] = {
     "lyra": ("Lyra (defaults)", {}),
     "reserve": ("a reserve of 10 % of the pool (the former default)", {"reserve_fraction": 0.1}),
-    "no-loan-rule": (
-        "no loan rule (`loan_max_remaining_s=None`)",
-        {"loan_max_remaining_s": None},
-    ),
-    "loan-4h": (
-        "the former 4-h loan rule (`loan_max_remaining_s=14400`)",
-        {"loan_max_remaining_s": 14400.0},
+    "no-4h": ("no 4-h rule (`loan_max_remaining_s=None`)", {"loan_max_remaining_s": None}),
+    "loan-1h": (
+        "a 1-h rule (`loan_max_remaining_s=3600`)",
+        {"loan_max_remaining_s": 3600.0},
     ),
     "lend-now": ("lends at once (`lend_after_s=None`)", {"lend_after_s": None}),
     "lend-30m": ("lends after 30 min (`lend_after_s=1800`)", {"lend_after_s": 1800.0}),
@@ -77,8 +74,19 @@ VARIANTS: dict[str, tuple[str, dict[str, Any]]] = {
         {**BEFORE, "resize_cost_s": RESTART_S},
     ),
 }
-FORMER_MOVE_GAIN = 3600.0
-"""``move_gain_s`` before the restart price fell from 8.3 to 5.2 s (re-chosen: 7,200)."""
+ALTERNATIVES: dict[str, tuple[str, dict[str, Any], tuple[str, ...] | None]] = {
+    "former_move_gain": (
+        "the former `move_gain_s=3600`",
+        {"move_gain_s": 3600.0},
+        ("default",),
+    ),
+    "loan_1h": ("a 1-h loan rule", {"loan_max_remaining_s": 3600.0}, None),
+}
+"""What ``--sensitivity`` runs beside the defaults: (label, Lyra's arguments, the regimes
+it runs in; ``None``: all). The ``move_gain_s`` in force before the restart price fell
+from 8.3 to 5.2 s (whether a change on the held-out seeds is the price's or the
+re-chosen threshold's), and the loan rule that the tuning runs would pick (whether it
+carries to other seeds and pools)."""
 LARGE, MID = "language-m-large", "language-m-mid"
 REGIMES = {
     "default": (W.POLLUX_CLUSTER["train"], W.POLLUX_CLUSTER["infer"], W.SERVING),
@@ -259,13 +267,12 @@ def main() -> int:
                     for w in W.POLLUX_WORKLOADS
                     for s in seeds.get(name, (0, 1, 2))
                 ]
-                # The held-out seeds also run the threshold in force before the price
-                # fell (FORMER_MOVE_GAIN): whether a change on them is the price's or the
-                # re-chosen threshold's.
-                variants = {"lyra": {}} | (
-                    {"former": {"move_gain_s": FORMER_MOVE_GAIN}} if name == "default" else {}
-                )
-                got = run_all(cases, variants)
+                alts = {
+                    k: kw
+                    for k, (_, kw, where) in ALTERNATIVES.items()
+                    if where is None or name in where
+                }
+                got = run_all(cases, {"lyra": {}} | alts)
             finally:
                 W.SERVING = old
             sens[name] = {
@@ -275,11 +282,10 @@ def main() -> int:
                 "seeds": list(seeds.get(name, (0, 1, 2))),
                 **got["variants"]["lyra"],
             }
-            if "former" in got["variants"]:
-                sens[name]["former_move_gain"] = {
-                    "move_gain_s": FORMER_MOVE_GAIN,
-                    **got["variants"]["former"],
-                }
+            sens[name]["alternatives"] = {
+                k: {"label": ALTERNATIVES[k][0], "args": kw, **got["variants"][k]}
+                for k, kw in alts.items()
+            }
             log.warning("%s: %s", name, sens[name])
         doc["sensitivity"] = sens
     else:

@@ -9,7 +9,7 @@ Codes (stable; ``docs/runtime.md`` lists them, the teams layer adds ``quota``):
 
 * ``no_fit``: its minimum worker count fits on no GPU type it can run on;
 * ``loan_rule`` (and any other code a policy gives in ``Allocation.waiting``): the
-  policy keeps it off GPUs for a rule of its own, e.g. Lyra's 1-hour rule on loans;
+  policy keeps it off GPUs for a rule of its own, e.g. Lyra's 4-hour rule on loans;
 * ``round``: its allocation gives it time, and it waits for its turn in Gavel's rounds;
 * ``capacity``: the GPUs it can use went to other jobs this time.
 """

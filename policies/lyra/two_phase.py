@@ -23,9 +23,10 @@ Each step:
 Elastic jobs prefer lent servers and rigid jobs training servers (``preferred_nodes``),
 so that a reclaim usually means a scale-in; flexible workers on another type go to lent
 servers that hold no job's base. A job expected to run longer than
-``loan_max_remaining_s`` (1 h; 4 h before it was chosen on the tuning runs: docs/lyra.md)
-does not start on a loaned server at all (it would likely still run when serving wants
-the server back, and it would run slowly there). ``basic`` and
+``loan_max_remaining_s`` (4 h: a shorter rule wins on the evaluation's pool and loses
+badly on pools with more servers to lend; docs/lyra.md) does not start on a loaned
+server at all (it would likely still run when serving wants the server back, and it
+would run slowly there). ``basic`` and
 ``lyra-baseline`` are the paper's comparison scenarios, as configurations of the class
 (:mod:`lyra_ray.policies.lyra.scenarios`).
 """
@@ -69,7 +70,7 @@ class LyraPolicy(PolicyBase):
         flexible: str = "mckp",
         search_limit: int = 5,
         rigid_on_loan: bool = True,
-        loan_max_remaining_s: float | None = 3600.0,
+        loan_max_remaining_s: float | None = 4 * 3600.0,
         reserve_fraction: float = 0.0,
         mixed_types: bool = True,
         resize_cost_s: float | None = None,

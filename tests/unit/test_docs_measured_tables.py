@@ -61,7 +61,7 @@ NOT_MEASURED: dict[tuple[str, str], str] = {
         "a service's fields and the bounds the code enforces on them"
     ),
     ("docs/runtime.md", "| code | meaning |"): (
-        "why-a-job-waits codes; numbers are the rules' thresholds (1-hour rule)"
+        "why-a-job-waits codes; numbers are the rules' thresholds (4-hour rule)"
     ),
 }
 """Tables with numbers that are not measured. Keep it short; a table of results belongs

@@ -118,10 +118,16 @@ def test_sensitivity_reports_preemptions_past_five_percent_and_longer_queues() -
     assert "regime “48 A100” (5.7 % longer, JCT 10.0 % shorter)" in text
 
 
-def test_sensitivity_sets_the_former_threshold_beside_the_default() -> None:
-    """Whether a change on the held-out seeds is the price's or the re-chosen threshold's."""
-    default = {**_tally(12, 14, 24, 1.009, 0.044), "seeds": [3, 4, 5]}
-    default["former_move_gain"] = {"move_gain_s": 3600.0, **_tally(14, 14, 23, 1.03, 0.056)}
-    text = P.sensitivity({"sensitivity": {"default": default}})
-    assert "former `move_gain_s=3600` meets all three goals on 14 of 24 runs" in text
-    assert "against the default's 12" in text and "at most 5.6 % preempted" in text
+def test_the_sensitivity_table_sets_each_alternative_under_its_regime() -> None:
+    """What ``--sensitivity`` ran beside the defaults is a row of its own, so a setting
+    that wins on one pool and loses on another shows both (the 1-h loan rule did)."""
+    from benchmarks._lyra_report import sensitivity_table
+
+    pool = {"cluster": "a100=4x8", "inference": "t4=8x4", "serving": ["m@160"], "seeds": [3]}
+    alt = {"label": "a 1-h loan rule", "args": {"loan_max_remaining_s": 3600.0}}
+    regime = {**pool, **_tally(12, 14, 24, 1.009, 0.044)}
+    regime["alternatives"] = {"loan_1h": {**alt, **_tally(16, 16, 24, 0.949, 0.044)}}
+    rows = sensitivity_table({"sensitivity": {"default": regime}}).splitlines()[2:]
+    assert rows[0].startswith("| default | a100=4x8 / t4=8x4 | 160 | 3 | 12/24 |")
+    assert rows[1].startswith("| default, with a 1-h loan rule | a100=4x8 / t4=8x4 | 160 | 3 |")
+    assert "| 16/24 | 16 / 24 / 24 | 0.949, 0.900 |" in rows[1]

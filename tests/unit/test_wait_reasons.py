@@ -58,7 +58,7 @@ def test_lyras_loan_rule_keeps_a_long_job_off_lent_servers() -> None:
     alloc = LyraPolicy(reserve_fraction=0.0).allocate(snap)
     assert "long" not in alloc.workers and "t0" in alloc.lend
     got = wait_reasons(snap, alloc, None)
-    assert got["long"].code == "loan_rule" and "1-hour rule" in got["long"].message
+    assert got["long"].code == "loan_rule" and "4-hour rule" in got["long"].message
 
 
 def test_the_codes_are_the_documented_ones() -> None:
