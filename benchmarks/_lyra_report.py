@@ -9,7 +9,7 @@ Lyra's (>= 0.99 meets the issue's goal: no greater, a 1 % tie counting).
 from __future__ import annotations
 
 import statistics
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 ORDER = ("baseline", "basic", "lyra", "ideal", "unlimited")
@@ -312,63 +312,66 @@ def noise_line(doc: Mapping[str, Any]) -> str:
     )
 
 
-def grid_table(doc: Mapping[str, Any]) -> str:
-    """docs/lyra.md's re-choice of ``lend_after_s`` x ``move_gain_s``: each pair on the
-    runs that choose defaults (the tuning workloads) and, beside it, on all 24."""
-    g = doc.get("grid")
+def _sweep_table(
+    doc: Mapping[str, Any],
+    part: str,
+    what: str,
+    columns: tuple[str, ...],
+    cells: Callable[[str], list[str]],
+    order: Callable[[str], Any],
+) -> str:
+    """A sweep of ``lyra_ablation.py`` (``--grid``, ``--loan-grid``): each setting on the
+    tuning runs, which choose, and beside it on all 24."""
+    g = doc.get(part)
     if not g:
-        return "(no grid run)"
-    price = doc.get("restart_s", {}).get("grid")
+        return f"(no {part.replace('_', ' ')} run)"
+    price = doc.get("restart_s", {}).get(part)
     works = ", ".join(map(str, g["tuning_workloads"]))
     out = [
-        f"Each pair on the tuning workloads ({works}; seeds 0-2), and on all 24 runs beside "
+        f"Each {what} on the tuning workloads ({works}; seeds 0-2), and on all 24 runs beside "
         f"it; restart price {price:g} s for a job that states nothing.",
         "",
-        "| `lend_after_s` | `move_gain_s` | tuning: all goals met | queuing, JCT vs Basic "
+        "| "
+        + " | ".join(f"`{c}`" for c in columns)
+        + " | tuning: all goals met | queuing, JCT vs Basic "
         "| max preempted | all 24: all goals met | queuing, JCT vs Basic |",
-        "|---|---|---|---|---|---|---|",
+        "|" + "---|" * (len(columns) + 5),
     ]
-
-    def num(v: str) -> tuple[float, str]:
-        return (float("inf"), v) if v == "None" else (float(v), v)
-
-    def key(name: str) -> tuple[tuple[float, str], tuple[float, str]]:
-        lend, move = (p.split("=")[1] for p in name.split(","))
-        return num(lend), num(move)
-
-    for name in sorted(g["variants"], key=key):
-        lend, move = (p.split("=")[1].removesuffix(".0") for p in name.split(","))
+    for name in sorted(g["variants"], key=order):
         t, a = g["variants"][name]["tuning_runs"], g["variants"][name]["all_runs"]
         out.append(
-            f"| {lend} | {move} | {t['all']}/{t['runs']} | {t['queue_geo']:.3f}, "
+            "| " + " | ".join(cells(name)) + f" | {t['all']}/{t['runs']} | {t['queue_geo']:.3f}, "
             f"{t['jct_geo']:.3f} | {_pct(t['max_preempted'])} | {a['all']}/{a['runs']} "
             f"| {a['queue_geo']:.3f}, {a['jct_geo']:.3f} |"
         )
     return "\n".join(out)
 
 
+def _setting(v: str) -> tuple[float, str]:
+    """A sweep's value for sorting: numbers in order, ``None`` (off) last."""
+    return (float("inf"), v) if v == "None" else (float(v), v)
+
+
+def grid_table(doc: Mapping[str, Any]) -> str:
+    """docs/lyra.md's re-choice of ``lend_after_s`` x ``move_gain_s``."""
+    return _sweep_table(
+        doc,
+        "grid",
+        "pair",
+        ("lend_after_s", "move_gain_s"),
+        lambda n: [p.split("=")[1].removesuffix(".0") for p in n.split(",")],
+        lambda n: tuple(_setting(p.split("=")[1]) for p in n.split(",")),
+    )
+
+
 def loan_grid_table(doc: Mapping[str, Any]) -> str:
-    """docs/lyra.md's choice of ``loan_max_remaining_s``: each value on the tuning runs
-    (which chose) and, beside it, on all 24."""
-    g = doc.get("loan_grid")
-    if not g:
-        return "(no loan grid run)"
-    price = doc.get("restart_s", {}).get("loan_grid")
-    works = ", ".join(map(str, g["tuning_workloads"]))
-    out = [
-        f"Each value on the tuning workloads ({works}; seeds 0-2), and on all 24 runs beside "
-        f"it; the other settings their defaults; restart price {price:g} s.",
-        "",
-        "| `loan_max_remaining_s` | tuning: all goals met | queuing, JCT vs Basic "
-        "| max preempted | all 24: all goals met | queuing, JCT vs Basic |",
-        "|---|---|---|---|---|---|",
-    ]
-    rows = g["variants"]
-    for name in sorted(rows, key=lambda n: float(n.split("=")[1].replace("None", "inf"))):
-        t, a = rows[name]["tuning_runs"], rows[name]["all_runs"]
-        out.append(
-            f"| {name.split('=')[1].removesuffix('.0')} | {t['all']}/{t['runs']} "
-            f"| {t['queue_geo']:.3f}, {t['jct_geo']:.3f} | {_pct(t['max_preempted'])} "
-            f"| {a['all']}/{a['runs']} | {a['queue_geo']:.3f}, {a['jct_geo']:.3f} |"
-        )
-    return "\n".join(out)
+    """docs/lyra.md's choice of ``loan_max_remaining_s`` (the other settings their
+    defaults)."""
+    return _sweep_table(
+        doc,
+        "loan_grid",
+        "value",
+        ("loan_max_remaining_s",),
+        lambda n: [n.split("=")[1].removesuffix(".0")],
+        lambda n: _setting(n.split("=")[1]),
+    )
