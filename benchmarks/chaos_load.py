@@ -143,12 +143,12 @@ def measure(
     os.environ.setdefault("RAY_AUTH_MODE", "disabled")
     import ray
 
+    from benchmarks._scratch_cluster import scratch_cluster
     from lyra_ray.contract.names import NAMESPACE, SCHEDULER_ACTOR
-    from lyra_ray.ops.embedded import embedded_cluster
     from lyra_ray.runtime.scheduler import start_scheduler
     from lyra_ray.sdk import Client
 
-    with embedded_cluster([("k80", 1)]) as live:
+    with scratch_cluster([("k80", 1)]) as live:
         start_scheduler(
             {
                 "policy": policy,

@@ -32,7 +32,8 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from lyra_ray.ops.embedded import EmbeddedCluster, embedded_cluster, free_port  # noqa: E402
+from benchmarks._scratch_cluster import scratch_cluster  # noqa: E402
+from lyra_ray.ops.embedded import EmbeddedCluster, free_port  # noqa: E402
 from lyra_ray.serving.load import LoadReport, run_load  # noqa: E402
 from lyra_ray.serving.load_pattern import LoadPattern  # noqa: E402
 
@@ -189,7 +190,7 @@ def main(argv: list[str] | None = None) -> int:
     logging.basicConfig(level=logging.WARNING)
     os.environ.setdefault("RAY_AUTH_MODE", "disabled")
     results: dict[str, Any] = {}
-    with embedded_cluster([(GPU, 2)], [(GPU, 2), (GPU, 2)]) as cl:
+    with scratch_cluster([(GPU, 2)], [(GPU, 2), (GPU, 2)]) as cl:
         for loaning in (False, True):
             arm = "on" if loaning else "off"
             print(f"loaning {arm}: a {args.day_s:.0f} s day ...", flush=True)

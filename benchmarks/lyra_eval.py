@@ -45,7 +45,7 @@ if __package__ in (None, ""):  # run as a script: make the repository importable
 from benchmarks import _lyra_workloads as W
 from benchmarks._lyra_report import summarise, tables
 from lyra_ray.model.restart_cost import RESTART_S, RestartModel
-from lyra_ray.policies.base import get_policy
+from lyra_ray.policies.base import Policy, get_policy
 from lyra_ray.sim.simulator import SimResult, Simulator
 
 ROOT = W.ROOT
@@ -94,19 +94,27 @@ def lent_hours(res: SimResult) -> tuple[float, float]:
     return lent / 3600.0, busy / 3600.0
 
 
-def run(name: str, case: W.Case, scenarios: dict[str, Any] | None = None) -> dict[str, Any]:
-    policy, kwargs, ideal, unlimited = (scenarios or SCENARIOS)[name]
+def simulate(
+    policy: Policy, case: W.Case, ideal: bool = False, unlimited: bool = False
+) -> SimResult:
+    """One case under ``policy``: each restart priced by the restart model (free if
+    ``ideal``), serving's day as the case has it (none at all if ``unlimited``)."""
     demand = [(t, 0) for t, _ in case.demand[:1]] if unlimited else case.demand
     sim = Simulator(
         case.nodes,
-        get_policy(policy, **kwargs),
+        policy,
         case.model,
         resize_overhead_s=0.0,
         serving_demand=demand,
         restart_model=None if ideal else RestartModel(),
     )
+    return sim.run(case.specs)
+
+
+def run(name: str, case: W.Case, scenarios: dict[str, Any] | None = None) -> dict[str, Any]:
+    policy, kwargs, ideal, unlimited = (scenarios or SCENARIOS)[name]
     t0 = time.perf_counter()
-    res = sim.run(case.specs)
+    res = simulate(get_policy(policy, **kwargs), case, ideal, unlimited)
     if res.summary["completed_jobs"] < len(case.specs):
         log.warning("%s %s: %d of %d jobs never completed", case.key, name,
                     len(case.specs) - res.summary["completed_jobs"], len(case.specs))  # fmt: skip

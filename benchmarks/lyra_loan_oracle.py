@@ -34,9 +34,8 @@ from benchmarks import _lyra_workloads as W
 from benchmarks import lyra_eval as E
 from benchmarks._loan_oracle import OracleLyra
 from lyra_ray.model.elastic_range import DEFAULT_FRACTION
-from lyra_ray.model.restart_cost import RESTART_S, RestartModel
+from lyra_ray.model.restart_cost import RESTART_S
 from lyra_ray.policies.base import Policy, get_policy
-from lyra_ray.sim.simulator import Simulator
 
 log = logging.getLogger("lyra_loan_oracle")
 OUT = E.ROOT / "benchmarks/results/lyra_loan_oracle.json"
@@ -44,15 +43,7 @@ KEYS = ("avg_queue_s", "avg_jct_s", "preemption_ratio", "preemptions", "reclaim_
 
 
 def run(policy: Policy, case: W.Case) -> dict[str, Any]:
-    sim = Simulator(
-        case.nodes,
-        policy,
-        case.model,
-        resize_overhead_s=0.0,
-        serving_demand=case.demand,
-        restart_model=RestartModel(),
-    )
-    summary = sim.run(case.specs).summary
+    summary = E.simulate(policy, case).summary
     return {k: summary[k] for k in KEYS}
 
 

@@ -208,8 +208,8 @@ def main(argv: list[str] | None = None) -> int:
         return EXIT_BAD_INPUT
     os.environ.setdefault("RAY_AUTH_MODE", "disabled")
     os.environ.setdefault("RAY_TMPDIR", "/tmp/ray-lyra-bench")
+    from benchmarks._scratch_cluster import scratch_cluster
     from benchmarks.moe.service_run import sample_requests
-    from lyra_ray.ops.embedded import embedded_cluster
     from lyra_ray.sdk import Client
     from tests.ray.live_helpers import start_lending_scheduler
 
@@ -218,7 +218,7 @@ def main(argv: list[str] | None = None) -> int:
     bodies, counts = sample_requests(knobs, n, args.batch, args.seq, args.seed + 1)
     started = time.time()
     arms: dict[str, Any] = {}
-    with embedded_cluster([(GPU, 2)], [(GPU, 2), (GPU, 2)]) as live:
+    with scratch_cluster([(GPU, 2)], [(GPU, 2), (GPU, 2)]) as live:
         start_lending_scheduler(live.workdir)
         client = Client(live.address)
         for arm in ARMS:

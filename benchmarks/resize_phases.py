@@ -49,7 +49,8 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from benchmarks._resize_probe import breakdown  # noqa: E402
-from lyra_ray.ops.embedded import EmbeddedCluster, embedded_cluster  # noqa: E402
+from benchmarks._scratch_cluster import scratch_cluster  # noqa: E402
+from lyra_ray.ops.embedded import EmbeddedCluster  # noqa: E402
 from lyra_ray.runtime.restart_phases import PHASES  # noqa: E402
 
 OUT = ROOT / "benchmarks" / "results" / "resize_phases.json"
@@ -236,7 +237,7 @@ def main() -> int:
         },
         "cluster": "embedded: one node of 4 fake V100s; lyra_ray.jobs.train_example (tiny MLP)",
     }
-    with embedded_cluster([("v100", 4)]) as live:
+    with scratch_cluster([("v100", 4)]) as live:
         runs: dict[str, dict[str, Any]] = {}
         if not args.no_baseline:
             print("baseline (ray_train):", flush=True)

@@ -12,6 +12,7 @@ from __future__ import annotations
 import os
 import sys
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 from hypothesis import settings
@@ -57,8 +58,6 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
     if not report.failed or ray is None or not ray.is_initialized():
         return
     try:
-        from pathlib import Path
-
         from ray._private import worker
 
         logs = Path(worker._global_node.get_logs_dir_path())

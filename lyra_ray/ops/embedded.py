@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import logging
 import os
-import shutil
 import signal
 import socket
 import tempfile
@@ -97,27 +96,24 @@ class EmbeddedCluster:
         self.cluster.remove_node(self.nodes.pop(node_id))
 
     def shutdown(self) -> None:
-        """Stop the cluster, give the caller's environment back and remove ``workdir``.
-
-        WHY the directory goes: it is this cluster's own scratch (a fresh ``mkdtemp``
-        that nothing outside the cluster's life names): the scheduler's state and the
-        jobs' checkpoints, which no other cluster can resume. Left behind, every test
-        module, benchmark and ``lyra moe-serve`` run kept its checkpoints for good: 417
-        such directories, 17 GB, had piled up in this host's /tmp (two benchmark runs of
-        200 MB states, 4-5 GB each). Read what you need from it before shutdown.
-        """
+        """Stop the cluster and give the caller's environment back. ``workdir`` (the
+        scheduler's state, the jobs' checkpoints) is left where it is: it is the
+        caller's, and whoever made it removes it (the tests and benchmarks do)."""
         disconnect()
         self.cluster.shutdown()
         for k in ADDRESS_VARS:
             os.environ.pop(k, None)
         os.environ.update(self.saved_env)
-        shutil.rmtree(self.workdir, ignore_errors=True)
 
 
 def start_embedded(
-    training: Sequence[tuple[str, int]] = (), inference: Sequence[tuple[str, int]] = ()
+    training: Sequence[tuple[str, int]] = (),
+    inference: Sequence[tuple[str, int]] = (),
+    workdir: Path | None = None,
 ) -> EmbeddedCluster:
-    """A head (no GPU) plus nodes as ``(gpu type, GPUs)``; connected once all are up."""
+    """A head (no GPU) plus nodes as ``(gpu type, GPUs)``; connected once all are up.
+    ``workdir`` holds what the cluster's users keep there (a fresh temporary directory
+    if not given); it outlives the cluster."""
     import ray
     from ray.cluster_utils import Cluster
 
@@ -138,7 +134,7 @@ def start_embedded(
         cluster,
         cluster.address,
         f"http://127.0.0.1:{dash}",
-        Path(tempfile.mkdtemp(prefix="lyra-embedded-")),
+        workdir or Path(tempfile.mkdtemp(prefix="lyra-embedded-")),
         saved_env=saved,
     )
     os.environ["RAY_ADDRESS"] = cluster.address
@@ -270,9 +266,11 @@ def _start_head(cluster_cls: Any) -> tuple[Any, int]:
 
 @contextmanager
 def embedded_cluster(
-    training: Sequence[tuple[str, int]], inference: Sequence[tuple[str, int]] = ()
+    training: Sequence[tuple[str, int]],
+    inference: Sequence[tuple[str, int]] = (),
+    workdir: Path | None = None,
 ) -> Iterator[EmbeddedCluster]:
-    live = start_embedded(training, inference)
+    live = start_embedded(training, inference, workdir)
     try:
         yield live
     finally:

@@ -152,12 +152,7 @@ class GlobalScheduler:
         )
         self._restore()
         self.live.save(self.core, [])
-        log.info(
-            "scheduling: policy %s, state %s, start %d",
-            self.cfg.policy,
-            self.cfg.state_dir,
-            self.live.restarts,
-        )
+        log.info("scheduling: policy %s, state %s", self.cfg.policy, self.cfg.state_dir)
         threading.Thread(target=self._loop, name="lyra-loop", daemon=True).start()
 
     def _restore(self) -> None:

@@ -41,7 +41,7 @@ from tests.chaos.helpers import (
     train_workers,
     wait_for,
 )
-from tests.ray.conftest import LiveCluster, start_cluster
+from tests.ray.conftest import LiveCluster, start_cluster, stop_cluster
 from tests.ray.live_helpers import job
 
 pytestmark = [pytest.mark.ray, pytest.mark.timeout(1800)]
@@ -59,7 +59,7 @@ def live() -> Iterator[LiveCluster]:
     try:
         yield cluster
     finally:
-        cluster.shutdown()
+        stop_cluster(cluster)
         for k, v in saved.items():
             if v is None:
                 os.environ.pop(k, None)

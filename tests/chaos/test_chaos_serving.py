@@ -54,7 +54,7 @@ from tests.chaos.serving_faults import (
     sigkill,
     wait_recovered,
 )
-from tests.ray.conftest import LiveCluster, start_cluster
+from tests.ray.conftest import LiveCluster, start_cluster, stop_cluster
 from tests.ray.live_helpers import start_lending_scheduler
 from tests.ray.user_app import calls, write_app
 
@@ -82,7 +82,7 @@ def live() -> Iterator[LiveCluster]:
     try:
         yield cluster
     finally:
-        cluster.shutdown()
+        stop_cluster(cluster)
         if saved is None:
             os.environ.pop("RAY_TMPDIR", None)
 

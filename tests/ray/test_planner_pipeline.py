@@ -53,7 +53,7 @@ from lyra_ray.parallelism import (  # noqa: E402
     layer_list,
     plan,
 )
-from lyra_ray.parallelism.schedule import bubble_fraction  # noqa: E402
+from lyra_ray.parallelism.schedule import bubble_fraction, valid  # noqa: E402
 from tests.ray.pipeline_stage import (  # noqa: E402
     BATCH,
     BLOCKS,
@@ -81,7 +81,7 @@ CANDIDATES: tuple[Config, ...] = tuple(
     for sched, v in (("gpipe", 1), ("1f1b", 1), ("interleaved", 2), ("interleaved", 4))
     for m in (1, 2, 4, 8, 16, 32)
     for how in ("balanced", "even")
-    if (v == 1 or m > 1) and (sched != "1f1b" or m >= STAGES)  # what torch's schedules run
+    if valid(sched, STAGES, m, v, (BLOCKS + 2) // STAGES)  # the planner's rule: what torch runs
 )
 """What the ranking is drawn from: every schedule, 2 or 4 chunks a worker, microbatch
 count (too few leave a bubble, too many pay the runtime's cost per microbatch and small

@@ -10,6 +10,7 @@ and the later nodes are started under, and that the caller's comes back at shutd
 from __future__ import annotations
 
 import os
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -40,7 +41,7 @@ class FakeCluster:
 
 
 def test_the_head_gets_no_stale_address_and_later_nodes_get_this_clusters(
-    monkeypatch: pytest.MonkeyPatch,
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
     for var in ("RAY_TMPDIR", "PYTHONPATH"):  # start_embedded sets these: restored after
         monkeypatch.setenv(var, os.environ.get(var, ""))
@@ -49,7 +50,7 @@ def test_the_head_gets_no_stale_address_and_later_nodes_get_this_clusters(
     monkeypatch.setattr(ray.cluster_utils, "Cluster", FakeCluster)
     monkeypatch.setattr(ray, "init", lambda **_: None)
     monkeypatch.setattr(ray, "shutdown", lambda: None)
-    live = embedded.start_embedded(training=[("v100", 1)], inference=[("t4", 2)])
+    live = embedded.start_embedded(training=[("v100", 1)], inference=[("t4", 2)], workdir=tmp_path)
     fake = live.cluster
     assert "RAY_ADDRESS" not in fake.env_at_head
     assert "RAY_API_SERVER_ADDRESS" not in fake.env_at_head
@@ -130,17 +131,19 @@ def test_a_failed_head_start_leaves_no_process_behind() -> None:
             proc.wait()
 
 
-def test_shutdown_removes_the_clusters_own_workdir(monkeypatch: pytest.MonkeyPatch) -> None:
-    """The scheduler's state and checkpoints of a throwaway cluster go with it: nothing
-    else can resume them, and left behind they filled /tmp (17 GB on this host)."""
+def test_shutdown_keeps_the_workdir_it_was_given(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """The scheduler's state and the jobs' checkpoints are the caller's: the product never
+    deletes them (the tests and benchmarks remove their own directories)."""
     for var in ("RAY_TMPDIR", "PYTHONPATH", "RAY_ADDRESS"):
         monkeypatch.setenv(var, os.environ.get(var, ""))
     monkeypatch.setattr(ray.cluster_utils, "Cluster", FakeCluster)
     monkeypatch.setattr(ray, "init", lambda **_: None)
     monkeypatch.setattr(ray, "shutdown", lambda: None)
-    live = embedded.start_embedded(training=[("v100", 1)])
-    (live.workdir / "ckpt" / "run-1").mkdir(parents=True)
-    (live.workdir / "ckpt" / "run-1" / "model.pt").write_bytes(b"x" * 1024)
-    assert live.workdir.is_dir()
+    live = embedded.start_embedded(training=[("v100", 1)], workdir=tmp_path / "mine")
+    assert live.workdir == tmp_path / "mine"
+    (live.workdir / "ckpt").mkdir(parents=True)
+    (live.workdir / "ckpt" / "model.pt").write_bytes(b"x" * 1024)
     live.shutdown()
-    assert not live.workdir.exists()
+    assert (live.workdir / "ckpt" / "model.pt").read_bytes() == b"x" * 1024
