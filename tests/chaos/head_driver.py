@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from lyra_ray.sdk import Client
-from tests.chaos.helpers import wait_for
+from tests.waiting import wait_for
 
 MARK = "head_driver result: "
 

@@ -14,7 +14,6 @@ import json
 import os
 import subprocess
 import sys
-import time
 from collections import defaultdict
 from pathlib import Path
 from typing import Any
@@ -90,16 +89,6 @@ def lyra_cli(*args: str, env: dict[str, str], timeout: float = 600) -> str:
     )
     assert out.returncode == 0, f"lyra {' '.join(args)}: {out.stdout[-2000:]}{out.stderr[-3000:]}"
     return out.stdout
-
-
-def wait_for(pred: Any, timeout: float, what: str, every: float = 0.5) -> Any:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        got = pred()
-        if got:
-            return got
-        time.sleep(every)
-    raise AssertionError(f"timed out after {timeout:.0f}s waiting for {what}")
 
 
 WORKER_CLASSES = ("GangWorker", "RayTrainWorker")

@@ -13,9 +13,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from tests.chaos.helpers import wait_for
 from tests.ray.app_traffic import AppTraffic
 from tests.ray.http_load import HttpLoad
+from tests.waiting import wait_for
 
 SERVICES = ("user", "moe")
 """A platform team's own Serve app (``tests/ray/user_app.py``) and lyra's MoE service."""

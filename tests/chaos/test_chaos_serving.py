@@ -43,7 +43,7 @@ from typing import Any
 
 import pytest
 
-from tests.chaos.helpers import record, size, wait_for
+from tests.chaos.helpers import record, size
 from tests.chaos.serving_faults import (
     Traffic,
     disagreements,
@@ -57,6 +57,7 @@ from tests.chaos.serving_faults import (
 from tests.ray.conftest import LiveCluster, start_cluster, stop_cluster
 from tests.ray.live_helpers import start_lending_scheduler
 from tests.ray.user_app import calls, write_app
+from tests.waiting import wait_for
 
 pytestmark = [pytest.mark.ray, pytest.mark.timeout(900)]
 

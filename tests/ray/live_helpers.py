@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-import time
 from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
+
+from tests.waiting import wait_for
 
 TRAIN = "lyra_ray.jobs.train_example:train_loop"
 
@@ -34,12 +35,7 @@ def assert_every_step_once(log: Path, total: int, slack: int = 0) -> None:
 
 
 def wait_until(pred: Callable[[], bool], timeout: float, what: str) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if pred():
-            return
-        time.sleep(0.5)
-    raise AssertionError(f"timed out after {timeout}s waiting for {what}")
+    wait_for(pred, timeout, what)
 
 
 def assert_placements_match(client: Any, job_id: str) -> int:

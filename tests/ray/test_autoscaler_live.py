@@ -34,8 +34,9 @@ from typing import Any
 import pytest
 import yaml
 
-from tests.chaos.helpers import check_steps, lyra_cli, step_lines, wait_for
+from tests.chaos.helpers import check_steps, lyra_cli, step_lines
 from tests.ray.live_helpers import job
+from tests.waiting import wait_for
 
 pytestmark = [
     pytest.mark.ray,

@@ -125,9 +125,7 @@ def job_dicts() -> st.SearchStrategy[dict[str, Any]]:
             "scaling": st.one_of(st.sampled_from(["linear", "sqrt", "amdahl:0.9"]), values),
             "slo_s": numbers,
             "entrypoint": st.one_of(
-                st.sampled_from(
-                    ["lyra_ray.jobs.train_example:train_loop", "a:b", "x", "a.b:c:d"]
-                ),
+                st.sampled_from(["lyra_ray.jobs.train_example:train_loop", "a:b", "x", "a.b:c:d"]),
                 values,
             ),
             "config": st.one_of(st.dictionaries(st.text(max_size=6), values, max_size=4), values),

@@ -140,7 +140,6 @@ def test_a_head_command_this_host_cannot_run_is_refused(
         _host(tmp_path, d, False)._head_commands(None)
 
 
-
 @pytest.mark.parametrize(
     ("args", "message"),
     [

@@ -47,6 +47,7 @@ PURE = [
     "lyra_ray.jobs.models",
 ]
 
+
 def test_pure_modules_do_not_import_ray() -> None:
     code = (
         "import importlib, pkgutil, sys\n"

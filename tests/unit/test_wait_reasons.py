@@ -80,9 +80,7 @@ def test_a_teams_quota_reason_is_derived_when_asked_not_carried_in_the_answer() 
     teams = parse_teams(
         {"teams": {"a": {"quota": "v100=1", "borrow_limit": 0}}, "users": {"alice": "a"}}, "t"
     )
-    specs = [
-        JobSpec(f"j{i}", 1e6, 1, 1, user="alice", throughput={"v100": 1.0}) for i in range(3)
-    ]
+    specs = [JobSpec(f"j{i}", 1e6, 1, 1, user="alice", throughput={"v100": 1.0}) for i in range(3)]
     core = SchedulerCore(with_teams(get_policy("fifo_nonpreemptive"), teams), SpecThroughputs())
     core.step(0.0, [m.NodeUp(Node("v0", "v100", 4))] + [m.JobSubmitted(s.name, s) for s in specs])
     assert not core.decider.allocation.waiting
