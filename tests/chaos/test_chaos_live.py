@@ -39,10 +39,10 @@ from tests.chaos.helpers import (
     size,
     step_lines,
     train_workers,
-    wait_for,
 )
 from tests.ray.conftest import LiveCluster, start_cluster, stop_cluster
 from tests.ray.live_helpers import job
+from tests.waiting import wait_for
 
 pytestmark = [pytest.mark.ray, pytest.mark.timeout(1800)]
 
