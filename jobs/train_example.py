@@ -15,13 +15,19 @@ workers, so that the job speeds up with more of them as ``scaling: linear`` says
 no step was lost or repeated across preemptions), ``state_mb`` (0: megabytes of extra
 state the job carries in its checkpoints, a buffer each step touches and every restore
 must bring back intact: stands in for a big model's weights where a resize's checkpoint
-and restore are measured, ``benchmarks/resize_phases.py``).
+and restore are measured, ``benchmarks/resize_phases.py``), ``pace_file`` (none: a file
+whose number, once it exists, replaces ``step_sleep_s`` from the next step on; it paces a
+running job without restarting it: the live tests keep a job slow until they have seen
+the preemptions or loans it is there for, then let it finish at once instead of sizing
+its steps for the slowest host).
 """
 
 from __future__ import annotations
 
 import logging
+import math
 import time
+from pathlib import Path
 from typing import Any
 
 import torch
@@ -37,6 +43,25 @@ IN_DIM = 16
 
 def make_model(hidden: int = 32) -> nn.Module:
     return nn.Sequential(nn.Linear(IN_DIM, hidden), nn.ReLU(), nn.Linear(hidden, 1))
+
+
+class _Pace:
+    """``step_sleep_s``, or the number in ``pace_file`` once that file exists (on a path
+    every worker sees). A file caught half-written, or holding no finite number, keeps
+    the last pause read."""
+
+    def __init__(self, path: str | None, pause: float) -> None:
+        self.path, self.pause = (Path(path) if path else None), pause
+
+    def now(self) -> float:
+        if self.path is not None:
+            try:
+                got = float(self.path.read_text())
+            except (FileNotFoundError, ValueError):
+                return self.pause
+            if math.isfinite(got):
+                self.pause = max(0.0, got)
+        return self.pause
 
 
 def synthetic_batch(step: int, rank: int, batch_size: int) -> tuple[torch.Tensor, torch.Tensor]:
@@ -73,8 +98,8 @@ def train_loop(config: dict[str, Any]) -> None:
     # step_sleep_s: the same for every worker count (weak scaling: each worker adds its
     # own batch); work_per_step_s: one step's work on one worker, split over the workers
     # (strong scaling: a fixed global batch), so that more GPUs finish the job sooner.
-    pause = float(config.get("step_sleep_s", 0.0))
-    pause += float(config.get("work_per_step_s", 0.0)) / max(1, loop.world)
+    share = float(config.get("work_per_step_s", 0.0)) / max(1, loop.world)
+    pace = _Pace(config.get("pace_file"), float(config.get("step_sleep_s", 0.0)))
     loss_fn = nn.MSELoss()
     step_log = config.get("step_log") if loop.rank == 0 else None
 
@@ -90,6 +115,7 @@ def train_loop(config: dict[str, Any]) -> None:
         loss = loss_fn(net(x), y)
         loss.backward()
         opt.step()
+        pause = pace.now() + share
         if pause:
             time.sleep(pause)
         if step_log:

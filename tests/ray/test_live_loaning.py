@@ -28,6 +28,7 @@ from tests.ray.live_helpers import (
     assert_every_step_once,
     assert_placements_match,
     job,
+    release,
     start_lending_scheduler,
     wait_until,
 )
@@ -221,6 +222,10 @@ def _replica_actors(app_prefix: str) -> set[str]:
 def test_a_users_app_is_lent_and_reclaimed_under_traffic(
     client: Any, app_dir: Path, tmp_path: Path
 ) -> None:
+    """The elastic job keeps its slow pace through the lend, the growth onto the lent
+    server, the reclaim and the shrink, then runs its remaining steps without pause:
+    every step once and the exact total are checked as before, without waiting out the
+    slow steps sized for a slow host (issue 47)."""
     from lyra_ray.sdk import SpecError
     from lyra_ray.serving.apps import backend_app_name
 
@@ -237,13 +242,14 @@ def test_a_users_app_is_lent_and_reclaimed_under_traffic(
     caller = HandleCaller(client, "shop").start()
     try:
         wait_until(lambda: _service(client, "shop")["ready"] == 4, 180, "both servers serving")
-        log = tmp_path / "elastic.log"
+        log, pace = tmp_path / "elastic.log", tmp_path / "pace"
         total = 600
         jid = client.submit(
             job(
                 "elastic",
                 total,
                 log,
+                pace,
                 min_workers=2,
                 max_workers=4,
                 throughput={GPU: 1.0},
@@ -271,6 +277,7 @@ def test_a_users_app_is_lent_and_reclaimed_under_traffic(
         wait_until(lambda: sizes()[-1] == 2, 240, "the job shrunk off the reclaimed server")
         wait_until(lambda: _servers(client)[lent] == "serving", 240, "the server serving again")
         wait_until(lambda: _service(client, "shop")["ready"] == 4, 120, "its copy back, ready")
+        release(pace)  # lend and reclaim seen: the rest of its steps without pause
         st = client.wait(jid, timeout=600)  # the spike lasts: the server stays with serving
     finally:
         report = traffic.stop()
@@ -467,7 +474,8 @@ def test_flexible_workers_grow_onto_a_lent_server_of_another_type_and_shrink_bac
     """Lyra's mixed-type jobs live (#21): an elastic job's base runs on a V100 training
     server; its flexible workers grow onto a lent T4 inference server (one Train run on
     two GPU types, each worker pinned by its node's label) and leave it when serving
-    takes the server back: a shrink, not a preemption, and no step lost."""
+    takes the server back: a shrink, not a preemption, and no step lost. Once the
+    example service answers, the job runs its remaining steps without pause."""
     for svc in client.overview()["serving"]["services"]:
         client.remove_service(svc["name"])
     v100 = pool_cluster.add_gpu_node("v100", 2, pool="training")
@@ -482,13 +490,14 @@ def test_flexible_workers_grow_onto_a_lent_server_of_another_type_and_shrink_bac
         180,
         "the filler on the T4 training server",
     )
-    log = tmp_path / "mixed.log"
+    log, pace = tmp_path / "mixed.log", tmp_path / "pace"
     total = 600
     jid = client.submit(
         job(
             "mixed",
             total,
             log,
+            pace,
             min_workers=2,
             max_workers=4,
             throughput={"v100": 1.0, GPU: 0.5},
@@ -518,6 +527,7 @@ def test_flexible_workers_grow_onto_a_lent_server_of_another_type_and_shrink_bac
         finally:
             report = load.stop()
         assert report["failures"] == {} and report["ok"] == report["sent"] > 0, report
+        release(pace)  # grown and shrunk back: the rest of its steps without pause
         st = client.wait(jid, timeout=600)
     finally:  # a failure here must not leave jobs or the service into the next test
         client.cancel(filler)

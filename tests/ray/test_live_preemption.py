@@ -21,6 +21,7 @@ from tests.ray.live_helpers import (
     assert_every_step_once,
     assert_placements_match,
     job,
+    release,
     wait_until,
 )
 
@@ -89,9 +90,13 @@ def test_round_based_policy_preempts_and_resumes_from_checkpoint(
     Each job needs 40 s of steps: preempted with at least 12 s of them left, it must be
     resumed from its checkpoint as generation 2. (With 40-s rounds and 60 s of steps,
     sized when a start-up took up to ~35 s, this test took 150 s; the bound holds for
-    any start-up, so 20-s rounds prove the same in about two thirds of the time.)"""
+    any start-up, so 20-s rounds prove the same in about two thirds of the time.) Once a
+    job has been resumed so, the rest of the steps prove nothing more about rounds: both
+    jobs are released to run them without pause (every step once and the exact total are
+    still checked), which took the test from ~105 s to about half."""
     client = scheduler("max_min_fairness", round_s=20.0, min_lease_s=8.0)
     logs = {n: tmp_path / f"{n}.log" for n in ("r1", "r2")}
+    pace = tmp_path / "pace"
     steps = 400
     ids = {
         n: client.submit(
@@ -99,6 +104,7 @@ def test_round_based_policy_preempts_and_resumes_from_checkpoint(
                 n,
                 steps,
                 logs[n],
+                pace,
                 workers=3,
                 throughput={"k80": 1.0},
                 config={"step_sleep_s": 0.1, "checkpoint_every": 20},
@@ -106,6 +112,12 @@ def test_round_based_policy_preempts_and_resumes_from_checkpoint(
         )
         for n in logs
     }
+    wait_until(
+        lambda: any(client.status(j)["generation"] >= 2 for j in ids.values()),
+        480,
+        "a job preempted and resumed",
+    )
+    release(pace)
     final = {n: client.wait(jid, timeout=540) for n, jid in ids.items()}
     for n, st in final.items():
         assert st["status"] == "finished" and st["steps_done"] == steps, st
@@ -124,7 +136,9 @@ def test_elastic_job_resized_2_4_2(
     """Resized through checkpoints kept behind a pyarrow filesystem URI (what shared
     storage such as s3:// is to Ray Train): checkpoint discovery and restore go through
     pyarrow.fs. The local-path case is every other live test's (the round-based test
-    above resumes from it), so it is not run twice here."""
+    above resumes from it), so it is not run twice here. Once both resizes are seen the
+    job runs its remaining steps without pause (still every step once, the exact total,
+    its checkpoints under the URI)."""
     ckpt = live_cluster.workdir / "ckpt-uri"
     client = scheduler(
         "tests.ray.elastic_policy:GreedyElastic",
@@ -133,12 +147,13 @@ def test_elastic_job_resized_2_4_2(
     )
     only_v100 = {"v100": 1.0}
     rigid = client.submit(job("rigid-1", 40, tmp_path / "f.log", workers=2, throughput=only_v100))
-    elog = tmp_path / "e.log"
+    elog, pace = tmp_path / "e.log", tmp_path / "pace"
     el = client.submit(
         job(
             "elastic",
             400,
             elog,
+            pace,
             min_workers=2,
             max_workers=4,
             throughput=only_v100,
@@ -181,6 +196,7 @@ def test_elastic_job_resized_2_4_2(
     assert not shrink_record().get("interrupted"), shrink_record()
     client.cancel(late)
     assert client.wait(late, timeout=300)["status"] == "cancelled"
+    release(pace)  # both resizes seen: the rest of its steps without pause
     st = client.wait(el, timeout=400)
     assert st["status"] == "finished" and st["steps_done"] == 400
     sizes = [a["workers"] for _t, j, _g, a in client.call("launches") if j == el]
