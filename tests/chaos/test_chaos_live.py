@@ -24,7 +24,6 @@ from __future__ import annotations
 import contextlib
 import os
 import random
-import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -98,6 +97,12 @@ def _kill_scheduler() -> None:
 
 
 def test_killing_the_scheduler_again_and_again_loses_nothing(client: Any, tmp_path: Path) -> None:
+    """Jobs arrive at random gaps; before some of the arrivals the scheduler is set to
+    die (a fault armed, or ``ray.kill`` just after the submission). An armed fault fires
+    at the next cycle with actions, so each is armed right before an arrival, whose
+    launch is such a cycle. (Armed at random moments on their own, one fault in three
+    found no such cycle once start-ups got fast: every job had already launched, and
+    the test waited 90 s for it before killing the actor instead.)"""
     n_jobs, n_kills = size(5, 20), size(3, 10)
     rng = random.Random(1717)
     names = [f"crash{i:02d}" for i in range(n_jobs)]
@@ -105,33 +110,31 @@ def test_killing_the_scheduler_again_and_again_loses_nothing(client: Any, tmp_pa
     logs = {n: tmp_path / f"{n}.log" for n in names}
     ids: dict[str, str] = {}
     start_restarts = _restarts(client)
-
-    def submit_all() -> None:  # arrivals while the scheduler keeps dying
-        for n in names:
-            ids[n] = client.submit(job(n, steps[n], logs[n], workers=1, throughput=BOTH))
-            time.sleep(rng.uniform(0.2, 2.5))
-
-    submitter = threading.Thread(target=submit_all, name="submitter")
-    submitter.start()
     modes = (["after_persist", "after_apply", "kill"] * n_kills)[:n_kills]
     rng.shuffle(modes)
+    before_arrival = dict(zip(sorted(rng.sample(range(n_jobs), n_kills)), modes, strict=True))
     kills: list[dict[str, Any]] = []
-    for mode in modes:
-        time.sleep(rng.uniform(1.0, 6.0))
+    for i, n in enumerate(names):
+        time.sleep(rng.uniform(0.2, 2.5))
+        mode = before_arrival.get(i)
+        if mode is None:
+            ids[n] = client.submit(job(n, steps[n], logs[n], workers=1, throughput=BOTH))
+            continue
         before = _restarts(client)
         how = mode
-        if mode == "kill":
-            _kill_scheduler()
-        else:
+        if mode != "kill":
             assert client.call("inject_fault", mode)["ok"]
-        try:  # an armed fault fires at the next cycle with actions
+        ids[n] = client.submit(job(n, steps[n], logs[n], workers=1, throughput=BOTH))
+        if mode == "kill":
+            time.sleep(rng.uniform(0.0, 1.0))
+            _kill_scheduler()
+        try:  # the armed fault fires at the launch of this arrival
             wait_for(lambda b=before: _restarts(client) > b, 90, f"a crash ({mode})")
         except AssertionError:
             how = f"{mode} (no cycle with actions in 90 s: killed instead)"
             _kill_scheduler()
             wait_for(lambda b=before: _restarts(client) > b, 90, "a restart")
         kills.append({"mode": how, "at_s": round(time.monotonic(), 1)})
-    submitter.join(timeout=600)
     assert len(ids) == n_jobs, "a submission was lost"
     results = {n: client.wait(ids[n], timeout=900) for n in names}
     for n, st in results.items():

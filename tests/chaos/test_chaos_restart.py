@@ -12,8 +12,9 @@ old policy's own saved state (FIFO's kept GPU types) is dropped, with one line; 
 to stop the new scheduler from starting at all, and a later "fix" deleted ``D/state`` and
 ``D/checkpoints`` on every ``lyra up --local``, which lost every job.
 
-In ``make test`` (~2.5 min: two cluster starts and stops, three run starts); the full
-campaign runs the long job longer.
+In ``make test`` (~1.5 min: two cluster starts and stops, three run starts; the long
+job runs its steps after the restart without pause, ``release``); the full campaign runs
+the long job longer.
 """
 
 from __future__ import annotations
@@ -29,7 +30,7 @@ from typing import Any
 import pytest
 
 from tests.chaos.helpers import check_steps, lyra_cli, record, size, step_lines
-from tests.ray.live_helpers import job
+from tests.ray.live_helpers import job, release
 
 pytestmark = [pytest.mark.ray, pytest.mark.timeout(1200)]
 
@@ -67,9 +68,11 @@ def test_down_then_up_with_the_same_dir_resumes_every_job(tmp_path: Path) -> Non
     total = size(200, 500)
     logs = {n: tmp_path / f"{n}.log" for n in ("short", "long", "queued")}
     cfg = {"step_sleep_s": 0.2, "checkpoint_every": CKPT}
+    pace = tmp_path / "pace"  # released once the second cluster is up: the resumed run
+    # has nothing left to outlive, and its remaining steps need no pause
     jobs = [
         job("short", 20, logs["short"], workers=1, throughput={"k80": 1.0}),
-        job("long", total, logs["long"], workers=1, throughput={"k80": 1.0}, config=cfg),
+        job("long", total, logs["long"], pace, workers=1, throughput={"k80": 1.0}, config=cfg),
         # both GPUs: it waits behind the long job (FIFO, no preemption) until the restart
         job("queued", 20, logs["queued"], workers=2, throughput={"k80": 1.0}),
     ]
@@ -91,6 +94,7 @@ def test_down_then_up_with_the_same_dir_resumes_every_job(tmp_path: Path) -> Non
     resumed_line = next(ln for ln in out.splitlines() if ln.startswith("resuming from"))
     assert "1 queued, 1 running" in resumed_line and "1 ended" in resumed_line, resumed_line
     assert "policy changed from fifo_nonpreemptive to lyra" in resumed_line, resumed_line
+    release(pace)
     try:
         after = _driver(
             "after", home, {"ids": [short, long, queued], "old_nodes": before["nodes"]}, env

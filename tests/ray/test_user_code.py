@@ -39,6 +39,7 @@ from tests.ray.conftest import LiveCluster, start_cluster, stop_cluster
 from tests.ray.live_helpers import (
     assert_every_step_once,
     job,
+    release,
     scheduler_client,
     step_counts,
     wait_until,
@@ -133,6 +134,7 @@ def _user_dir(
     steps: int,
     log: Path,
     entrypoint: str = "my_train:train_loop",
+    pace: Path | None = None,
     **kw: Any,
 ) -> Path:
     d = tmp_path / "user-project"
@@ -147,6 +149,8 @@ def _user_dir(
         "config": {"step_sleep_s": 0.1, "checkpoint_every": CKPT, "step_log": str(log)},
         **kw,
     }
+    if pace is not None:  # the example loop's (wrapped_train): see live_helpers.release
+        entry["config"]["pace_file"] = str(pace)
     (d / f"{name}.yaml").write_text(yaml.safe_dump({"jobs": [entry]}))
     return d
 
@@ -159,10 +163,19 @@ def _one(client: Any, name: str) -> dict[str, Any] | None:
 def test_user_code_from_a_working_dir_survives_a_preemption_and_a_resize(
     client: Any, live: LiveCluster, tmp_path: Path
 ) -> None:
-    log = tmp_path / "user.log"
+    """Once it has been preempted, resumed and shrunk, the job runs its remaining steps
+    without pause (``release``): every step once and the exact total still checked."""
+    log, pace = tmp_path / "user.log", tmp_path / "pace"
     total = 500
     d = _user_dir(
-        tmp_path, "user-elastic", total, log, "wrapped_train:train", min_workers=1, max_workers=2
+        tmp_path,
+        "user-elastic",
+        total,
+        log,
+        "wrapped_train:train",
+        pace,
+        min_workers=1,
+        max_workers=2,
     )
     assert not (Path.cwd() / "wrapped_train.py").exists()  # the module is only in d
     driver = subprocess.Popen(
@@ -186,6 +199,7 @@ def test_user_code_from_a_working_dir_survives_a_preemption_and_a_resize(
         )
         small = client.submit(job("small", 20, tmp_path / "small.log", workers=1))
         assert client.wait(small, timeout=300)["status"] == "finished"
+        release(pace)
         out, _ = driver.communicate(timeout=400)
     finally:
         if driver.poll() is None:
@@ -241,7 +255,8 @@ def train_loop(config):
         dist.all_reduce(t)  # every rank of this generation takes part
         assert t.item() == world * (world + 1) / 2, (t.item(), world)
         mine = {"step": step + 1, "rank_sum": mine["rank_sum"] + t.item()}
-        time.sleep(config["step_sleep_s"])
+        if not os.path.exists(config["pace_file"]):  # the test's: released, no pause
+            time.sleep(config["step_sleep_s"])
         if rank == 0:
             with open(config["step_log"], "a") as f:
                 f.write(f"{loop.generation} {step}\\n")
@@ -301,15 +316,17 @@ def test_ray_train_api_in_user_code_across_a_shrink_and_a_grow(
     resumed generation is handed the user's own checkpoint, reported last, at exactly
     the step lyra resumed from (Ray Train's rule: a rerun gets the checkpoint reported
     last, whatever it holds). The ``ray_train`` run is the live end-to-end check of the
-    real Ray Train path with a resize, kept beside the default executor."""
+    real Ray Train path with a resize, kept beside the default executor. Once it steps
+    at 2 again, the loop runs its remaining steps without pause (``release``): every
+    check above is on what it saw up to then, and on the exact total after."""
     client = executor_client
     d = tmp_path / "ray-api"
     d.mkdir()
     (d / "ray_api_train.py").write_text(RAY_API_TRAIN)
-    log, api = tmp_path / "api-steps.log", tmp_path / "api.jsonl"
+    log, api, pace = tmp_path / "api-steps.log", tmp_path / "api.jsonl", tmp_path / "pace"
     total = 300
     raw = job(
-        "ray-api", total, log, min_workers=1, max_workers=2, throughput={"v100": 1.0},
+        "ray-api", total, log, pace, min_workers=1, max_workers=2, throughput={"v100": 1.0},
         entrypoint="ray_api_train:train_loop",
         config={"step_sleep_s": 0.1, "checkpoint_every": CKPT, "api_log": str(api)},
     )  # fmt: skip
@@ -326,6 +343,13 @@ def test_ray_train_api_in_user_code_across_a_shrink_and_a_grow(
 
     wait_until(stepped_alone, 300, "10 steps on one worker")
     client.cancel(hold)
+
+    def stepped_grown_back() -> bool:
+        runs = _api_runs(api)
+        return len(runs) >= 3 and any(g == runs[2]["generation"] for g, _ in _logged(log))
+
+    wait_until(stepped_grown_back, 300, "stepping on 2 again")
+    release(pace)  # every size seen: the rest of its steps without pause
     st = client.wait(jid, timeout=400)
     assert st["status"] == "finished" and st["steps_done"] == total, st
     assert st["num_resizes"] >= 2, st

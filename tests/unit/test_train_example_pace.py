@@ -10,7 +10,7 @@ import pytest
 
 pytest.importorskip("torch")
 
-from lyra_ray.jobs.train_example import _Pace  # noqa: E402
+from lyra_ray.jobs.train_example import _Pace
 
 
 def test_without_a_file_the_configured_pause_holds(tmp_path: Path) -> None:
