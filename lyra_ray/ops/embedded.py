@@ -16,7 +16,7 @@ import signal
 import socket
 import tempfile
 import time
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -110,13 +110,10 @@ def start_embedded(
     training: Sequence[tuple[str, int]] = (),
     inference: Sequence[tuple[str, int]] = (),
     workdir: Path | None = None,
-    system_config: Mapping[str, Any] | None = None,
 ) -> EmbeddedCluster:
     """A head (no GPU) plus nodes as ``(gpu type, GPUs)``; connected once all are up.
     ``workdir`` holds what the cluster's users keep there (a fresh temporary directory
-    if not given); it outlives the cluster. ``system_config`` is Ray's own
-    ``_system_config`` for the head (Ray's defaults without it), e.g. its node health
-    checks, which decide how soon a lost node is declared dead."""
+    if not given); it outlives the cluster."""
     import ray
     from ray.cluster_utils import Cluster
 
@@ -132,7 +129,7 @@ def start_embedded(
     # stepped, a reclaim that never served). The head starts without one; every node
     # and client after it gets this cluster's own.
     saved = {k: os.environ.pop(k) for k in ADDRESS_VARS if k in os.environ}
-    cluster, dash = _start_head(Cluster, system_config)
+    cluster, dash = _start_head(Cluster)
     live = EmbeddedCluster(
         cluster,
         cluster.address,
@@ -244,18 +241,14 @@ def start_with_retries(start: Callable[[], T]) -> T:
     raise AssertionError("unreachable")
 
 
-def _start_head(
-    cluster_cls: Any, system_config: Mapping[str, Any] | None = None
-) -> tuple[Any, int]:
+def _start_head(cluster_cls: Any) -> tuple[Any, int]:
     """The head node (no GPU, 1 CPU, the dashboard on); returns (cluster, dashboard port)."""
-    extra = {"_system_config": dict(system_config)} if system_config else {}
 
     def start() -> tuple[Any, int]:
         dash = free_port()
         cluster = cluster_cls(
             initialize_head=True,
             head_node_args={
-                **extra,
                 "num_cpus": 1,
                 "num_gpus": 0,
                 "object_store_memory": 100 * 2**20,

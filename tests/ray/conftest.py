@@ -26,15 +26,6 @@ DEFAULT_NODES: tuple[tuple[str, int], ...] = (("v100", 4), ("p100", 4), ("k80", 
 LiveCluster = EmbeddedCluster
 
 
-HEALTH_CHECKS = {"health_check_period_ms": 1000, "health_check_failure_threshold": 3}
-"""Ray's node health checks in the test clusters: a node whose raylet is gone (a test's
-SIGKILL) is declared dead after three failed checks a second apart, not Ray's default
-five three seconds apart. WHY: the lost-node and lost-server tests waited those ~15 s
-(more under load) for Ray, not for lyra, whose part starts at the NodeDown. A check
-fails only on an error or on Ray's 10-s timeout, so a raylet merely slowed by a loaded
-host is not declared dead sooner than before."""
-
-
 def start_cluster(nodes: Sequence[tuple[str, int]] = DEFAULT_NODES) -> LiveCluster:
     """A cluster whose workdir (its scheduler state and checkpoints) is the test's own
     temporary directory, removed by :func:`stop_cluster`: left behind, the suite's
@@ -43,7 +34,7 @@ def start_cluster(nodes: Sequence[tuple[str, int]] = DEFAULT_NODES) -> LiveClust
     os.environ.setdefault("RAY_AUTH_MODE", "disabled")
     workdir = Path(tempfile.mkdtemp(prefix="lyra-test-"))
     try:
-        return start_embedded(training=nodes, workdir=workdir, system_config=HEALTH_CHECKS)
+        return start_embedded(training=nodes, workdir=workdir)
     except BaseException:
         shutil.rmtree(workdir, ignore_errors=True)
         raise

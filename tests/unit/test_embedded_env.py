@@ -147,18 +147,3 @@ def test_shutdown_keeps_the_workdir_it_was_given(
     (live.workdir / "ckpt" / "model.pt").write_bytes(b"x" * 1024)
     live.shutdown()
     assert (live.workdir / "ckpt" / "model.pt").read_bytes() == b"x" * 1024
-
-
-def test_the_heads_system_config_is_rays_own_and_absent_unless_given() -> None:
-    """``start_embedded(system_config=...)`` reaches Ray as the head's ``_system_config``
-    (the live tests' faster node health checks); without it Ray's defaults hold."""
-    seen: list[dict[str, object]] = []
-
-    class Fake:
-        def __init__(self, initialize_head: bool, head_node_args: dict[str, object]) -> None:
-            seen.append(head_node_args)
-
-    embedded._start_head(Fake)
-    embedded._start_head(Fake, {"health_check_period_ms": 1000})
-    assert "_system_config" not in seen[0]
-    assert seen[1]["_system_config"] == {"health_check_period_ms": 1000}
