@@ -10,7 +10,8 @@ One scenario, one cluster: three one-GPU a100 jobs are submitted with ``lyra sub
 to a cluster with no a100 node. lyra asks for three nodes, bound to two by max_workers;
 the autoscaler starts two; two jobs run on them, the third waits. One of the two nodes
 is taken away (its raylet SIGKILLed) after its job checkpointed: the job resumes from
-its checkpoint. Every job ends with exactly its steps, every worker ran on a node the
+its checkpoint (then every job runs the rest of its steps without pause: ``release``).
+Every job ends with exactly its steps, every worker ran on a node the
 autoscaler started, the request is in ``lyra status --json`` and in the scheduler's
 metrics, and once the queue is empty lyra stops asking and the nodes go.
 
@@ -35,7 +36,7 @@ import pytest
 import yaml
 
 from tests.chaos.helpers import check_steps, lyra_cli, step_lines
-from tests.ray.live_helpers import job
+from tests.ray.live_helpers import job, release
 from tests.waiting import wait_for
 
 pytestmark = [
@@ -119,7 +120,8 @@ def test_queued_jobs_scale_the_pool_up_within_its_bound_and_down_after(
     assert len(before) == 1  # the head alone: no a100 node yet
     logs = {n: tmp_path / f"{n}.log" for n in ("a0", "a1", "a2")}
     cfg = {"step_sleep_s": 0.3, "checkpoint_every": CKPT}
-    jobs = [job(n, STEPS, p, throughput={"a100": 2.0}, config=cfg) for n, p in logs.items()]
+    pace = tmp_path / "pace"  # released once the lost node's job resumed elsewhere
+    jobs = [job(n, STEPS, p, pace, throughput={"a100": 2.0}, config=cfg) for n, p in logs.items()]
     (tmp_path / "jobs.yaml").write_text(yaml.safe_dump({"jobs": jobs}))
     t0 = time.monotonic()
     out = _lyra(hc, "submit", str(tmp_path / "jobs.yaml"))
@@ -155,6 +157,10 @@ def test_queued_jobs_scale_the_pool_up_within_its_bound_and_down_after(
     ]
     gen, last = step_lines(vlog)[-1]
     hc.kill_node(node)
+    wait_for(
+        lambda: any(g > gen for g, _ in step_lines(vlog)), 300, "the victim stepping elsewhere"
+    )
+    release(pace)  # the rest of every job's steps prove nothing more: no pause
 
     rows = {j: client.wait(j, timeout=600) for j in ids}
     finished_s = time.monotonic() - t0
