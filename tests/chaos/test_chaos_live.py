@@ -97,12 +97,13 @@ def _kill_scheduler() -> None:
 
 
 def test_killing_the_scheduler_again_and_again_loses_nothing(client: Any, tmp_path: Path) -> None:
-    """Jobs arrive at random gaps; before some of the arrivals the scheduler is set to
-    die (a fault armed, or ``ray.kill`` just after the submission). An armed fault fires
-    at the next cycle with actions, so each is armed right before an arrival, whose
-    launch is such a cycle. (Armed at random moments on their own, one fault in three
-    found no such cycle once start-ups got fast: every job had already launched, and
-    the test waited 90 s for it before killing the actor instead.)"""
+    """Jobs arrive at random gaps; before some of the arrivals the scheduler is killed
+    (that submission then meets a dead scheduler, and the client retries it) or set to
+    die (a fault armed). An armed fault fires at the next cycle with actions, so each is
+    armed right before an arrival, whose launch is such a cycle. (Armed at random
+    moments on their own, one fault in three found no such cycle once start-ups got
+    fast: every job had already launched, and the test waited 90 s for it before
+    killing the actor instead.)"""
     n_jobs, n_kills = size(5, 20), size(3, 10)
     rng = random.Random(1717)
     names = [f"crash{i:02d}" for i in range(n_jobs)]
@@ -122,12 +123,11 @@ def test_killing_the_scheduler_again_and_again_loses_nothing(client: Any, tmp_pa
             continue
         before = _restarts(client)
         how = mode
-        if mode != "kill":
+        if mode == "kill":
+            _kill_scheduler()  # the arrival meets a dead scheduler: its client retries
+        else:
             assert client.call("inject_fault", mode)["ok"]
         ids[n] = client.submit(job(n, steps[n], logs[n], workers=1, throughput=BOTH))
-        if mode == "kill":
-            time.sleep(rng.uniform(0.0, 1.0))
-            _kill_scheduler()
         try:  # the armed fault fires at the launch of this arrival
             wait_for(lambda b=before: _restarts(client) > b, 90, f"a crash ({mode})")
         except AssertionError:
