@@ -13,6 +13,9 @@ CONTROL_ACTOR = "lyra-control"
 RUN_PREFIX = "lyra-run-"
 """The Ray Train driver actor of each run (the ``ray_train`` executor): ``lyra logs``
 finds a run's log by it."""
+RESUME_KEY = "lyra_resume_from"
+"""train_loop_config key holding the checkpoint path to resume from: the runtime sets it,
+a job's step loop reads it."""
 GANG_PREFIX = "lyra-gang-"
 """Each job's gang of warm workers (the ``warm`` executor), one actor for all its runs."""
 

@@ -38,13 +38,13 @@ from typing import Any
 
 import ray
 
+from lyra_ray.contract.names import RESUME_KEY
 from lyra_ray.runtime import gang_plan, gpu_slots
 from lyra_ray.runtime.control import get_or_create_control
 from lyra_ray.runtime.gang_crew import Crew, Worker
 from lyra_ray.runtime.run_outcome import code_failure, crash_line
 from lyra_ray.runtime.run_request import RunRequest, run_name
 from lyra_ray.train.backend import resolve_backend
-from lyra_ray.train.step_loop import RESUME_KEY
 from lyra_ray.train.storage import join, last_reported, newest_checkpoint, read_step
 
 log = logging.getLogger(__name__)

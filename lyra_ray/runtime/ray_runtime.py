@@ -35,7 +35,7 @@ from lyra_ray.runtime.inventory import Inventory
 from lyra_ray.runtime.launch_log import Launch, LaunchLog
 from lyra_ray.runtime.restart_phases import RestartPhases
 from lyra_ray.runtime.run_record import MAX_UNEXPECTED_ENDS, START_GRACE_S, RunRecord
-from lyra_ray.train.step_loop import latest_checkpoint
+from lyra_ray.train.storage import newest_checkpoint
 
 log = logging.getLogger(__name__)
 
@@ -309,7 +309,7 @@ class RayRuntime:
                 # first step, and the core's minimum lease keeps rounds off starting runs.
                 log.info("stopping run %s g%d by kill", jid, r.generation)
                 self._kill(r)
-                found = latest_checkpoint(os.path.join(self.storage_path, runs.run_name(jid)))
+                found = newest_checkpoint(os.path.join(self.storage_path, runs.run_name(jid)))
                 events += self._ended(r, "stopped", float(found[1]) if found else 0.0, "", rec)
             elif now - r.launched_at > START_GRACE_S and not runs.run_alive(
                 jid, r.generation, r.executor

@@ -16,7 +16,7 @@ there. Detached, because a non-detached owner takes its children down with it: k
 the scheduler must not kill a training job.
 
 The run name and storage path are stable per job, so a rerun writes its checkpoints
-next to the old ones and :func:`lyra_ray.train.step_loop.latest_checkpoint` finds the newest.
+next to the old ones and :func:`lyra_ray.train.storage.newest_checkpoint` finds the newest.
 
 The gang, or the run actor, is created with the job's own runtime env (its user's
 directory, modules, packages, variables: :mod:`lyra_ray.runtime.user_env`). Ray hands a
@@ -36,11 +36,11 @@ from typing import Any
 
 import ray
 
-from lyra_ray.contract.names import NAMESPACE, gang_actor_name, run_actor_name
+from lyra_ray.contract.names import NAMESPACE, RESUME_KEY, gang_actor_name, run_actor_name
 from lyra_ray.runtime.control import get_or_create_control
 from lyra_ray.runtime.run_outcome import failure
 from lyra_ray.runtime.run_request import EXECUTORS, RunRequest, run_name, worker_selectors
-from lyra_ray.train.step_loop import RESUME_KEY, latest_checkpoint
+from lyra_ray.train.storage import newest_checkpoint
 from lyra_ray.train.user_code import load_entrypoint, user_loop
 
 log = logging.getLogger(__name__)
@@ -75,7 +75,7 @@ class TrainRun:
         steps = 0.0
         try:
             load_entrypoint(req.entrypoint)  # fails here, once, rather than on every worker
-            resume = latest_checkpoint(os.path.join(req.storage_path, run_name(req.job_id)))
+            resume = newest_checkpoint(os.path.join(req.storage_path, run_name(req.job_id)))
             config = dict(req.config)
             config.update(
                 total_steps=req.total_steps,
@@ -105,7 +105,7 @@ class TrainRun:
             result = trainer.fit()
             step = (result.metrics or {}).get("step")
             if step is None:  # the loop reported last without StepLoop's step (its own)
-                found = latest_checkpoint(os.path.join(req.storage_path, run_name(req.job_id)))
+                found = newest_checkpoint(os.path.join(req.storage_path, run_name(req.job_id)))
                 step = found[1] if found else None
             steps = float(step) if step is not None else steps
             outcome = "completed" if steps >= req.total_steps else "stopped"
@@ -114,7 +114,7 @@ class TrainRun:
             log.exception("run %s/%d failed", req.job_id, req.generation)
             stopping = ray.get(control.should_stop.remote(req.job_id, req.generation))
             outcome, message = ("stopped", "") if stopping else failure(e)
-            found = latest_checkpoint(os.path.join(req.storage_path, run_name(req.job_id)))
+            found = newest_checkpoint(os.path.join(req.storage_path, run_name(req.job_id)))
             steps = float(found[1]) if found else 0.0
         ray.get(control.finish.remote(req.job_id, req.generation, outcome, steps, message))
         self.outcome = outcome

@@ -36,6 +36,7 @@ import torch.distributed as dist
 
 from lyra_ray.contract.labels import GPU_TYPE_LABEL
 from lyra_ray.contract.names import CONTROL_ACTOR, NAMESPACE
+from lyra_ray.contract.names import RESUME_KEY as RESUME_KEY  # re-exported: its old home
 from lyra_ray.contract.profiling import PROFILE_KEY
 from lyra_ray.contract.profiling import active as active_measurement
 from lyra_ray.model.mixed import BATCH_SHARES_KEY, worker_share
@@ -44,8 +45,6 @@ from lyra_ray.train.storage import STATE_FILE, newest_checkpoint, read_step
 log = logging.getLogger(__name__)
 
 MODEL_FILE = "state.pt"
-RESUME_KEY = "lyra_resume_from"
-"""train_loop_config key holding the checkpoint path to resume from (set by the runtime)."""
 
 
 def checkpoint_step(path: str | os.PathLike[str]) -> int | None:

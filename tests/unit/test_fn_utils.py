@@ -17,7 +17,7 @@ from ray.train.v2._internal.execution.train_fn_utils import set_train_fn_utils
 
 from lyra_ray.train import StepLoop
 from lyra_ray.train.fn_utils import LyraTrainFnUtils, RunContext, install
-from lyra_ray.train.step_loop import RESUME_KEY, latest_checkpoint
+from lyra_ray.train.step_loop import RESUME_KEY, latest_checkpoint  # re-exported there
 from lyra_ray.train.storage import STATE_FILE, persist_dir
 
 
