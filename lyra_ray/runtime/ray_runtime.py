@@ -365,14 +365,17 @@ class RayRuntime:
         alive = set(self.inventory.nodes)
         if any(n not in alive for n, _ in r.assignment["nodes"]):
             return []  # its node is gone: the NodeDown already re-queued the job
-        if any(self.inventory.raylet_gone(n) for n, _ in r.assignment["nodes"]):
+        gone = [n for n, _ in r.assignment["nodes"] if self.inventory.raylet_gone(n)]
+        if gone:
             # Its node's raylet is dead but Ray has not declared the node so yet. Whatever
             # the run's end says (a worker's collective call raising counts as "failed"),
             # it is the node's: a restart in place would fail there and count against the
-            # retry limit, and "failed" would end the job. The NodeDown that surely follows
-            # re-queues it (see Inventory.raylet_gone).
-            log.warning("run %s g%d ended (%s) on a node whose raylet is gone: left to "
-                        "its NodeDown", jid, r.generation, outcome)  # fmt: skip
+            # retry limit, and "failed" would end the job. The node leaves the view now
+            # and its NodeDown (the next poll's, as if Ray's) re-queues the job and drops
+            # the node's other runs (see Inventory.raylet_gone and Inventory.condemn).
+            log.warning("run %s g%d ended (%s) on a node whose raylet is gone: its node "
+                        "is down", jid, r.generation, outcome)  # fmt: skip
+            self._pending += [m.NodeDown(n) for n in gone if self.inventory.condemn(n)]
             return []
         if outcome == "failed":  # the job's own code raised: a rerun would raise again
             runs.end_job(jid)

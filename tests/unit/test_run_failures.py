@@ -105,6 +105,25 @@ def test_the_jobs_own_error_fails_it_without_a_restart(runtime: RayRuntime) -> N
     assert len(runtime.started) == 1  # type: ignore[attr-defined]
 
 
+def test_a_run_ending_where_the_raylet_is_gone_takes_its_node_down_at_once(
+    runtime: RayRuntime, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A run that ends on a node whose raylet refuses connections is neither restarted
+    there nor failed ("failed" is what a worker's collective call raising looks like):
+    its node leaves the view, and the next poll reports its NodeDown (once, though a
+    second run there ends too), which re-queues the job without waiting for Ray's
+    health checks."""
+    monkeypatch.setattr(runtime.inventory, "raylet_gone", lambda node, timeout_s=1.0: True)
+    monkeypatch.setattr(runtime.inventory, "read", lambda: {})
+    r = _run(runtime)
+    assert runtime._ended(r, "failed", 12.0, "collective op failed: peer gone") == []
+    assert "j" not in runtime.runs and "n1" not in runtime.inventory.nodes
+    assert len(runtime.started) == 1  # type: ignore[attr-defined]  # no restart in place
+    r2 = _run(runtime)  # a second run placed there before the news (another job's)
+    assert runtime._ended(r2, "crashed", 3.0, "worker died") == []
+    assert runtime._pending == [m.NodeDown("n1")]
+
+
 def test_reconcile_adopts_a_run_started_after_the_last_commit(
     runtime: RayRuntime, monkeypatch: pytest.MonkeyPatch
 ) -> None:
