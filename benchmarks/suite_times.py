@@ -2,11 +2,11 @@
 
 Why a file and not a guess: the suite's length is a budget (CI allows 90 min; the goal is
 20), and the only honest way to say which tier spends it is to read the run that spent
-it. ``make test`` writes ``build/junit.xml`` on every run; this reads it and stores
-``benchmarks/results/suite_times.json``, which ``docs/testing.md``'s table is rendered
-from (``benchmarks/_suite_table.py``).
+it. ``make test`` writes ``build/junit.xml`` and ``build/junit-alone.xml`` on every run;
+this reads them and stores ``benchmarks/results/suite_times.json``, which
+``docs/testing.md``'s table is rendered from (``benchmarks/_suite_table.py``).
 
-    .venv/bin/python -m benchmarks.suite_times build/junit.xml --note "LYRA_CI=1, idle host"
+    .venv/bin/python -m benchmarks.suite_times build/junit*.xml --note "LYRA_CI=1, idle host"
 
 A run is appended to the results' ``runs`` (newest last), so several runs of the same
 tree, under different load, sit side by side.
@@ -39,8 +39,7 @@ def _module(classname: str) -> str:
     return classname
 
 
-def read_junit(path: Path) -> dict[str, Any]:
-    """One run's totals, per tier (the directory under ``tests/``) and per module."""
+def _suite(path: Path) -> ET.Element:
     try:
         root = ET.parse(path).getroot()
     except (OSError, ET.ParseError) as e:
@@ -48,18 +47,28 @@ def read_junit(path: Path) -> dict[str, Any]:
     suite = root if root.tag == "testsuite" else root.find("testsuite")
     if suite is None:
         raise SystemExit(f"{path}: no <testsuite> element")
+    return suite
+
+
+def read_junit(*paths: Path) -> dict[str, Any]:
+    """One run's totals, per tier (the directory under ``tests/``) and per module.
+
+    Several files are the phases of one run, one after another (``make test``: the two
+    processes' run, then the ``alone`` tests): their wall times add up. Within a phase
+    run by two processes, the tests' own seconds add up to more than its wall time."""
+    suites = [_suite(p) for p in paths]
     modules: dict[str, dict[str, float]] = defaultdict(
         lambda: {"seconds": 0.0, "tests": 0, "failed": 0, "skipped": 0}
     )
-    for case in suite.iter("testcase"):
-        mod = _module(case.get("classname", "?"))
-        m = modules[mod]
-        m["seconds"] += float(case.get("time", "0") or 0)
-        m["tests"] += 1
-        if case.find("failure") is not None or case.find("error") is not None:
-            m["failed"] += 1
-        elif case.find("skipped") is not None:
-            m["skipped"] += 1
+    for suite in suites:
+        for case in suite.iter("testcase"):
+            m = modules[_module(case.get("classname", "?"))]
+            m["seconds"] += float(case.get("time", "0") or 0)
+            m["tests"] += 1
+            if case.find("failure") is not None or case.find("error") is not None:
+                m["failed"] += 1
+            elif case.find("skipped") is not None:
+                m["skipped"] += 1
     tiers: dict[str, dict[str, float]] = defaultdict(
         lambda: {"seconds": 0.0, "tests": 0, "modules": 0}
     )
@@ -70,13 +79,17 @@ def read_junit(path: Path) -> dict[str, Any]:
         t["seconds"] += m["seconds"]
         t["tests"] += m["tests"]
         t["modules"] += 1
-    started = suite.get("timestamp")
+
+    def total(attr: str) -> int:
+        return sum(int(s.get(attr, "0")) for s in suites)
+
+    starts = [s.get("timestamp") for s in suites if s.get("timestamp")]
     return {
-        "started": started,
-        "wall_s": round(float(suite.get("time", "0")), 1),
-        "tests": int(suite.get("tests", "0")),
-        "failures": int(suite.get("failures", "0")) + int(suite.get("errors", "0")),
-        "skipped": int(suite.get("skipped", "0")),
+        "started": min(starts) if starts else None,
+        "wall_s": round(sum(float(s.get("time", "0")) for s in suites), 1),
+        "tests": total("tests"),
+        "failures": total("failures") + total("errors"),
+        "skipped": total("skipped"),
         "tiers": {k: {**v, "seconds": round(v["seconds"], 1)} for k, v in sorted(tiers.items())},
         "modules": {
             k: {**v, "seconds": round(v["seconds"], 1)}
@@ -98,13 +111,17 @@ def _commit() -> str:
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument(
-        "junit", type=Path, help="pytest's --junitxml file (make test: build/junit.xml)"
+        "junit",
+        type=Path,
+        nargs="+",
+        help="pytest's --junitxml files of one run, in order "
+        "(make test: build/junit.xml build/junit-alone.xml)",
     )
     ap.add_argument("--note", default="", help="how the run was made (load, env)")
     ap.add_argument("--replace", action="store_true", help="keep only this run")
     ap.add_argument("--commit", default=None, help="the commit the run tested (default: HEAD now)")
     args = ap.parse_args(argv)
-    run = read_junit(args.junit)
+    run = read_junit(*args.junit)
     # WHY the run's own start: a run is often recorded later, after other commits
     started = run.pop("started", None)
     at = datetime.fromisoformat(started) if started else datetime.now(UTC)
@@ -120,7 +137,7 @@ def main(argv: list[str] | None = None) -> int:
     old["runs"].append(run)
     OUT.write_text(json.dumps(old, indent=1) + "\n")
     sys.stderr.write(
-        f"{args.junit}: {run['tests']} tests in {run['wall_s'] / 60:.1f} min "
+        f"{' + '.join(map(str, args.junit))}: {run['tests']} tests in {run['wall_s'] / 60:.1f} min "
         f"({run['failures']} failed) -> {OUT}\n"
     )
     return 0

@@ -9,6 +9,7 @@ failing ones in ``.hypothesis/`` (ignored by git) to replay them.
 
 from __future__ import annotations
 
+import json
 import os
 import sys
 from collections.abc import Iterator
@@ -16,6 +17,20 @@ from pathlib import Path
 
 import pytest
 from hypothesis import settings
+
+WORKER = os.environ.get("PYTEST_XDIST_WORKER")
+"""Set in each of ``make test``'s two processes (pytest-xdist: ``gw0``, ``gw1``)."""
+if WORKER:
+    # WHY a Ray temp dir per process: Ray resolves the address "auto" (a ``ray job
+    # submit`` driver always gets it: Ray's job supervisor sets RAY_ADDRESS=auto, and
+    # its State API and Ray Train's placement-group cleaner fall back to it) to the
+    # *latest* cluster recorded in ``$RAY_TMPDIR/ray/ray_current_cluster`` whenever more
+    # than one GCS runs on the host. Two test processes sharing one temp dir reached each
+    # other's clusters so: a ``lyra submit`` run by ``ray job submit`` submitted to the
+    # other process's scheduler, and a Ray Train run never stepped again (three failures
+    # in the first trial of two processes). A cluster of its own per process, as two
+    # users on one host would need.
+    os.environ["RAY_TMPDIR"] = f"{os.environ.get('RAY_TMPDIR', '/tmp/ray-lyra')}-{WORKER}"
 
 settings.register_profile("lyra-ci", derandomize=True, database=None)
 settings.register_profile("lyra-explore", derandomize=False)
@@ -68,6 +83,44 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
     tail = actor_log_tails(logs, "GlobalScheduler")
     if tail:
         report.sections.append(("scheduler actor log (tail)", tail))
+
+
+RECORDED = Path(__file__).resolve().parents[1] / "benchmarks" / "results" / "suite_times.json"
+LIVE_DEFAULT_S = 60.0
+"""A live module with no recorded time yet (new) counts as a short live one."""
+
+
+def _recorded_seconds() -> dict[str, float]:
+    """Each module's seconds in the newest recorded whole run; empty if unreadable."""
+    try:
+        runs = json.loads(RECORDED.read_text())["runs"]
+        return {m: float(v["seconds"]) for m, v in runs[-1]["modules"].items()}
+    except (OSError, ValueError, KeyError, IndexError, TypeError):
+        return {}
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """With two processes, the longest modules are handed out first.
+
+    WHY: ``make test`` runs the modules in two processes (pytest-xdist, one module to a
+    process at a time: ``--dist loadfile``), which take the next module in collection
+    order as they finish one. In path order the live modules came first and a long one
+    could start last, leaving one process running it alone while the other had nothing
+    left; longest first (the newest recorded run's times, ``benchmarks/suite_times.py``)
+    ends both at about the same moment, the many short unit modules filling the gaps.
+    Within a module the order is unchanged; serially (no xdist) nothing moves.
+    """
+    if not WORKER:
+        return
+    seconds = _recorded_seconds()
+    root = Path(str(config.rootpath))
+
+    def weight(item: pytest.Item) -> float:
+        rel = str(Path(str(item.path)).relative_to(root))
+        live = rel.startswith(("tests/ray/", "tests/chaos/"))
+        return seconds.get(rel, LIVE_DEFAULT_S if live else 0.0)
+
+    items.sort(key=lambda item: -weight(item))  # stable: a module's tests stay in order
 
 
 _EXIT_STATUS = pytest.StashKey[int]()
