@@ -48,18 +48,21 @@ redis:
 # PYTHONFAULTHANDLER: a crash after pytest's own summary (its fault handler is off by then)
 # still prints every thread's stack; one whole run ended "Segmentation fault" there.
 # Two test processes (pytest-xdist), each running one module at a time, longest first
-# (tests/conftest.py): the suite waits on Ray far more than it computes (a whole serial
-# run kept about half of the two cores busy), so the second process runs in the first
-# one's waits. Each process has its own clusters and Ray temp dir. The tests marked
-# `alone` time real computation and run after the rest, serially, on a quiet host.
-# TEST_PROCS=0 runs everything in one process, as before.
+# (tests/conftest.py), each with its own clusters and Ray temp dir: a live module spends
+# much of its time waiting on Ray, and the other process runs in those waits. The
+# modules marked `alone` run after the rest, serially: the planner ranking times real
+# computation, and the serving modules bound their traffic's failures and latency,
+# which a second live module beside them broke (docs/testing.md, "Two processes").
+# TEST_PROCS=0 runs the first phase in one process too.
 TEST_PROCS ?= 2
 PYTEST := PYTHONFAULTHANDLER=1 $(PY) -m pytest -q -p no:cacheprovider
 XDIST = $(if $(filter-out 0,$(TEST_PROCS)),-n $(TEST_PROCS) --dist loadfile --no-loadscope-reorder)
 
 test: $(STAMP) native prometheus chromium redis
-	$(PYTEST) $(XDIST) -m "not alone" --durations=15 --junitxml=build/junit.xml tests
-	$(PYTEST) -m alone --junitxml=build/junit-alone.xml tests
+	status=0; \
+	$(PYTEST) $(XDIST) -m "not alone" --durations=15 --junitxml=build/junit.xml tests || status=$$?; \
+	$(PYTEST) -m alone --durations=5 --junitxml=build/junit-alone.xml tests || status=$$?; \
+	exit $$status
 
 test-unit: $(STAMP)
 	$(PYTEST) $(XDIST) tests/unit tests/sim
