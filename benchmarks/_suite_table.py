@@ -26,7 +26,8 @@ def tiers(data: dict[str, Any]) -> str:
     last = data["runs"][-1]
     rows = [
         f"Newest run ({last['at']}, {last['commit']}); seconds summed over each tier's tests "
-        "(fixtures included, so a module's cluster start counts in its first test).",
+        "(fixtures included, so a module's cluster start counts in its first test; two "
+        "processes ran at once, so the sum exceeds the wall time).",
         "",
         "| tier | modules | tests | seconds | share |",
         "|---|---:|---:|---:|---:|",
