@@ -116,7 +116,8 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     root = Path(str(config.rootpath))
 
     def weight(item: pytest.Item) -> float:
-        rel = str(Path(str(item.path)).relative_to(root))
+        path = Path(str(item.path))
+        rel = str(path.relative_to(root)) if path.is_relative_to(root) else str(path)
         live = rel.startswith(("tests/ray/", "tests/chaos/"))
         return seconds.get(rel, LIVE_DEFAULT_S if live else 0.0)
 
