@@ -114,7 +114,7 @@ def main(argv: list[str] | None = None) -> int:
         "junit",
         type=Path,
         nargs="+",
-        help="pytest's --junitxml files of one run, in order "
+        help="pytest's --junitxml files of one run's phases "
         "(make test: build/junit.xml build/junit-alone.xml)",
     )
     ap.add_argument("--note", default="", help="how the run was made (load, env)")
