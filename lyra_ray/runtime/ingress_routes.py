@@ -61,6 +61,15 @@ class IngressRoutes:
     def inflight_on(self, name: str, node: str) -> int:
         return int(call(name, "inflight_on", node))
 
+    def lost(self, name: str, node: str) -> None:
+        """``node`` is gone: the ingress ends the requests still on it (a user's app only:
+        the MoE ingress's expert calls time out on their own); not waited for. An ingress
+        that cannot be reached (being restarted) holds nothing to end."""
+        try:
+            ingress(name).lost.remote(node)
+        except Exception:
+            log.info("ingress of %s not told of lost server %s", name, node[:12], exc_info=True)
+
     def forget(self, name: str, node: str) -> None:
         """The ingress drops ``node``'s counters (it was lent); not waited for."""
         ingress(name).forget.remote(node)

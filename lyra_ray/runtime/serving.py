@@ -149,8 +149,10 @@ class ServingPool:
                 del self.nodes[e.node_id]
                 self.loans.left(e.node_id)
                 self._route()
-                for name in self.services:  # else Serve retries its replicas forever
-                    self.copies.delete(name, e.node_id)
+                for name, spec in self.services.items():
+                    if spec.model == "app":  # what was in flight there never ends
+                        self.routes.lost(name, e.node_id)
+                    self.copies.delete(name, e.node_id)  # else Serve retries its replicas forever
         if changed and self.services:
             self._resize_demand()
 

@@ -14,7 +14,9 @@ sends each request to the serving server with the fewest in flight per GPU repli
 Both follow the same drain: a server stops getting new requests the moment the pool
 says so, and its copy is deleted only once its count is zero. A handle call is sent
 again only if it never reached a copy (the copy was gone): lyra cannot know whether a
-Python method may run twice.
+Python method may run twice. A server that is lost rather than drained
+(:meth:`AppIngress.lost`) ends what is still on it at once: an HTTP request as the retry
+rule says, a handle call with :class:`~lyra_ray.serving.attempts.ServerLost`.
 
 The replica runs in the service's runtime env, so handle calls' arguments and results,
 which may be the user's own types, unpickle here as they do in the application.
@@ -29,6 +31,7 @@ from typing import Any
 
 from ray import serve
 
+from lyra_ray.serving.attempts import Attempts
 from lyra_ray.serving.meter import RequestMeter
 from lyra_ray.serving.names import copy_route
 from lyra_ray.serving.proxy_http import CutMidway, HttpForwarder, Scope, Send
@@ -111,6 +114,10 @@ class _Metered:
             self.meter.end(ok)
 
 
+async def _result(handle: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+    return await handle.remote(*args, **kwargs)
+
+
 @serve.deployment(max_ongoing_requests=100_000, ray_actor_options={"num_cpus": 0})
 @serve.ingress()
 class AppIngress:
@@ -120,7 +127,8 @@ class AppIngress:
         self.service = service
         self.acct = _Accounting(service)
         self.meter = RequestMeter()
-        self.forwarder = HttpForwarder(service, upstream, self.acct)
+        self.attempts = Attempts()
+        self.forwarder = HttpForwarder(service, upstream, self.acct, self.attempts)
         self._handles: dict[str, Any] = {}
 
     def __serve_build_asgi_app__(self) -> Any:
@@ -136,6 +144,18 @@ class AppIngress:
     def inflight_on(self, node: str) -> int:
         """Requests (streams until their last byte, handle calls) still on ``node``."""
         return self.acct.inflight.get(node, 0)
+
+    def lost(self, node: str) -> int:
+        """``node`` is gone (not drained): it takes nothing new, and every request still
+        on it ends now, sent again elsewhere where the retry rule allows, else failed;
+        returns how many were on it. WHY: see :mod:`lyra_ray.serving.attempts`."""
+        self.acct.routing.discard(node)
+        ended = self.attempts.lost(node)
+        if ended:
+            log.warning(
+                "%s: server %s lost with %d request(s) on it", self.service, node[:12], ended
+            )
+        return ended
 
     def forget(self, node: str) -> None:
         """A drained server's copy is being deleted: forget it."""
@@ -183,7 +203,7 @@ class AppIngress:
                             continue
                         raise
                     try:
-                        out = await handle.remote(*args, **kwargs)
+                        out = await self.attempts.run(node, _result(handle, args, kwargs))
                     except DeploymentUnavailableError:
                         if len(tried) < 3:
                             continue

@@ -18,7 +18,9 @@ copy's internal route prefix (:func:`lyra_ray.serving.apps.copy_route`).
   is sent until its last byte has been passed on, so a drain (which waits for that
   count to reach zero) never cuts a stream.
 - Failures: :mod:`lyra_ray.serving.retry` decides whether a failed attempt is sent again.
-  A body cut mid-way raises, so the client's connection ends before the body does.
+  A body cut mid-way raises, so the client's connection ends before the body does. An
+  attempt on a server the pool reports lost (:mod:`lyra_ray.serving.attempts`) fails at
+  once as one that may have run there.
 
 No Ray here: :mod:`lyra_ray.serving.proxy` puts it behind a Serve deployment, and the
 unit tests run it against a plain HTTP server.
@@ -35,6 +37,7 @@ from typing import Any, Protocol
 import aiohttp
 from yarl import URL
 
+from lyra_ray.serving.attempts import Attempts, ServerLost
 from lyra_ray.serving.retry import Reach, classify, may_resend
 
 log = logging.getLogger(__name__)
@@ -154,10 +157,14 @@ def _resendable(method: str, attempt: int, reach: Reach) -> bool:
 class HttpForwarder:
     """The ASGI app of lyra's ingress for one service (see the module docstring)."""
 
-    def __init__(self, service: str, base_url: str, router: Router) -> None:
+    def __init__(
+        self, service: str, base_url: str, router: Router, attempts: Attempts | None = None
+    ) -> None:
         self.service = service
         self.base_url = base_url.rstrip("/")
         self.router = router
+        self.attempts = attempts or Attempts()
+        """Attempts in flight by server: :meth:`Attempts.lost` ends a lost server's."""
         self._session: aiohttp.ClientSession | None = None
         self.resent = 0
         """Attempts sent again under the retry rule (for the ingress's stats)."""
@@ -207,17 +214,31 @@ class HttpForwarder:
             target = f"{self.base_url}{route}{path}" + (
                 f"?{query.decode('latin-1')}" if query else ""
             )
+            started = False
+
+            async def passed_on(msg: Message) -> None:
+                nonlocal started
+                started = True
+                await send(msg)
+
             self.router.begin(node)
             try:
-                reach, sent = await self._attempt(
-                    method,
-                    URL(target, encoded=True),
-                    headers,
-                    body,
-                    route,
-                    send,
-                    functools.partial(_resendable, method, attempt),
+                reach, sent = await self.attempts.run(
+                    node,
+                    self._attempt(
+                        method,
+                        URL(target, encoded=True),
+                        headers,
+                        body,
+                        route,
+                        passed_on,
+                        functools.partial(_resendable, method, attempt),
+                    ),
                 )
+            except ServerLost as e:
+                if started:  # the client has part of a response: end its connection
+                    raise CutMidway(f"service {self.service}: {e}") from None
+                reach, sent = Reach.MAYBE, 0  # sent up; it may have run there
             finally:
                 self.router.end(node)
             if reach is None:

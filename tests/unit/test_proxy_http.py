@@ -50,6 +50,8 @@ class Upstream:
         self.calls: Counter[tuple[str, str]] = Counter()
         self.seen: list[dict[str, Any]] = []
         self.dead: set[str] = set()
+        self.done = asyncio.Event()
+        """Set when the test ends: what still waits on it returns."""
 
     async def handle(self, request: web.Request) -> web.StreamResponse:
         parts = request.path.split("/")  # '', '_lyra', 'svc', node, ...
@@ -89,30 +91,39 @@ class Upstream:
         )
 
 
-def with_upstream(test: Callable[[Upstream, str], Awaitable[None]]) -> Callable[[], None]:
-    """Run ``test(upstream, base_url)`` in an event loop with the upstream listening
-    (no pytest-asyncio here: each test is one ``asyncio.run``)."""
+def _served(
+    make: Callable[[], Upstream],
+) -> Callable[[Callable[[Any, str], Awaitable[None]]], Callable[[], None]]:
+    """A decorator: run ``test(upstream, base_url)`` in an event loop with a ``make()``
+    upstream listening (no pytest-asyncio here: each test is one ``asyncio.run``)."""
 
-    def run() -> None:
-        async def main() -> None:
-            up = Upstream()
-            app = web.Application()
-            app.router.add_route("*", "/{tail:.*}", up.handle)
-            runner = web.AppRunner(app)
-            await runner.setup()
-            site = web.TCPSite(runner, "127.0.0.1", 0)
-            await site.start()
-            port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
-            try:
-                await test(up, f"http://127.0.0.1:{port}")
-            finally:
-                await runner.cleanup()
+    def wrap(test: Callable[[Any, str], Awaitable[None]]) -> Callable[[], None]:
+        def run() -> None:
+            async def main() -> None:
+                up = make()
+                app = web.Application()
+                app.router.add_route("*", "/{tail:.*}", up.handle)
+                runner = web.AppRunner(app)
+                await runner.setup()
+                site = web.TCPSite(runner, "127.0.0.1", 0)
+                await site.start()
+                port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+                try:
+                    await test(up, f"http://127.0.0.1:{port}")
+                finally:
+                    up.done.set()
+                    await runner.cleanup()
 
-        asyncio.run(main())
+            asyncio.run(main())
 
-    run.__name__ = test.__name__
-    run.__doc__ = test.__doc__
-    return run
+        run.__name__ = test.__name__
+        run.__doc__ = test.__doc__
+        return run
+
+    return wrap
+
+
+with_upstream = _served(Upstream)
 
 
 def scope(method: str, raw_path: bytes, query: bytes = b"", headers: Any = ()) -> dict[str, Any]:
@@ -329,3 +340,81 @@ async def test_lyras_router_counts_per_gpu_replica_and_drains(up: Upstream, base
     await asyncio.gather(*first)
     assert acct.inflight["a"] == acct.inflight["b"] == 0
     await fw.close()
+
+
+class Hanging(Upstream):
+    """Serve's proxy holding requests for a copy whose only replica died with its server:
+    it never answers them (``/hang``), or begins a stream and goes silent (``/half``),
+    until the test ends (``done``)."""
+
+    async def handle(self, request: web.Request) -> web.StreamResponse:
+        parts = request.path.split("/")
+        node, below = parts[3], "/" + "/".join(parts[4:])
+        if node == "a" and below in ("/hang", "/half"):
+            self.calls[(node, below)] += 1
+            if below == "/half":
+                resp = web.StreamResponse(headers={"Content-Type": "text/event-stream"})
+                await resp.prepare(request)
+                await resp.write(b"data: 0\n\n")
+            await self.done.wait()
+        return await super().handle(request)
+
+
+with_hanging = _served(Hanging)
+
+
+async def _lost_after(fw: HttpForwarder, node: str, calls: Any, want: int) -> None:
+    """Once ``want`` requests hang on ``node``, report it lost (the pool's NodeDown)."""
+    while sum(n for (at, _), n in calls.items() if at == node) < want:
+        await asyncio.sleep(0.01)
+    await asyncio.sleep(0.05)
+    assert fw.attempts.on(node) == want
+    assert fw.attempts.lost(node) == want
+
+
+@with_hanging
+async def test_a_lost_servers_requests_end_at_once_by_the_retry_rule(
+    up: Hanging, base: str
+) -> None:
+    """Requests held on a server that is then lost: a GET is sent again to the other
+    server and answered; a POST, which may have run there, gets a 502 at once (not the
+    client's own timeout); a stream already under way is cut, not replayed."""
+    from lyra_ray.serving.proxy import _Accounting
+
+    acct = _Accounting("svc")
+    acct.set_backends({"a": ["lyra-svc--a", 1], "b": ["lyra-svc--b", 1]})
+    fw = HttpForwarder("svc", base, acct)
+    acct.inflight["b"] = 5  # every new request goes to a first
+
+    async def one(method: str, path: bytes) -> list[dict[str, Any]] | CutMidway:
+        sent: list[dict[str, Any]] = []
+
+        async def receive() -> dict[str, Any]:
+            return {"type": "http.request", "body": b"{}", "more_body": False}
+
+        async def send(m: Any) -> None:
+            sent.append(dict(m))
+
+        try:
+            await fw(scope(method, path), receive, send)
+        except CutMidway as e:
+            return e
+        return sent
+
+    got = await asyncio.wait_for(  # the bound only ends a hang: each ends at the loss
+        asyncio.gather(
+            one("GET", b"/hang"),
+            one("POST", b"/hang"),
+            one("GET", b"/half"),
+            _lost_after(fw, "a", up.calls, 3),
+        ),
+        timeout=30,
+    )
+    await fw.close()
+    get, post, half = got[0], got[1], got[2]
+    assert isinstance(get, list) and status_of(get) == 201
+    assert json.loads(body_of(get)) == {"node": "b"} and fw.resent == 1
+    assert isinstance(post, list) and status_of(post) == 502 and b"may have run" in body_of(post)
+    assert up.calls[("b", "/hang")] == 1  # the GET, once; the POST never sent again
+    assert isinstance(half, CutMidway) and "lost" in str(half)
+    assert fw.attempts.on("a") == 0 and acct.inflight["a"] == 0
