@@ -40,6 +40,7 @@ import ray
 
 from lyra_ray.contract.names import RESUME_KEY
 from lyra_ray.runtime import gang_plan, gpu_slots
+from lyra_ray.runtime.actor_log import actor_logging
 from lyra_ray.runtime.control import get_or_create_control
 from lyra_ray.runtime.gang_crew import Crew, Worker
 from lyra_ray.runtime.run_outcome import code_failure, crash_line
@@ -81,7 +82,7 @@ class Gang:
         first: tuple[int, RunRequest] | None = None,
     ) -> None:
         """``first``: the run it is created for (also waiting in the control actor)."""
-        logging.basicConfig(level=logging.INFO)
+        actor_logging()
         self.job_id = job_id
         self.settings = Settings(**dict(settings or {}))
         self.control = get_or_create_control()

@@ -35,6 +35,8 @@ from typing import Any
 
 import ray
 
+from lyra_ray.runtime.actor_log import actor_logging
+
 log = logging.getLogger(__name__)
 
 NVIDIA_PROC = "/proc/driver/nvidia/gpus"
@@ -75,7 +77,7 @@ class GangWorker:
 
     def __init__(self, job_id: str, entrypoint: str) -> None:
         t0 = time.time()
-        logging.basicConfig(level=logging.INFO)
+        actor_logging()
         import torch
         import torch.distributed  # noqa: F401
 

@@ -33,6 +33,7 @@ from lyra_ray.model.throughput import (
     parse_gavel_throughputs,
 )
 from lyra_ray.policies.base import Policy, get_policy
+from lyra_ray.runtime.actor_log import actor_logging
 from lyra_ray.runtime.archive import JobArchive
 from lyra_ray.runtime.auth import Users
 from lyra_ray.runtime.autoscale import AutoscaleDriver, policy_args
@@ -60,7 +61,7 @@ log = logging.getLogger(__name__)
 class GlobalScheduler:
     def __init__(self, cfg: SchedulerConfig) -> None:
         """``cfg`` was checked where it was read (:func:`start_scheduler`), once."""
-        logging.basicConfig(level=logging.INFO)
+        actor_logging()
         self.cfg = cfg
         # before the store opens it: a state this lyra cannot resume from is refused in
         # one line and left untouched (SavedStateError ends this actor's creation)
