@@ -9,12 +9,15 @@ each ingress's latest counters (what the metrics export).
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable, Mapping
 from typing import Any
 
 from lyra_ray import model as m
 from lyra_ray.serving.demand import DemandConfig, DemandEstimator
 from lyra_ray.serving.spec import ServiceSpec
+
+log = logging.getLogger(__name__)
 
 
 class PoolDemand:
@@ -95,5 +98,12 @@ class PoolDemand:
             return []
         if self.level is not None and level > self.level and self.rise_at is None:
             self.rise_at = now
+        needs = ", ".join(
+            f"{name} {est.level} ({est.need_servers:.2f})"
+            for name, est in sorted(self.estimators.items())
+            if est.need_servers is not None
+        )
+        log.info("serving demand %s -> %d servers; per service, level (need): %s",
+                 self.level, level, needs or "no load seen")  # fmt: skip
         self.level = level
         return [m.ServingDemand(level)]

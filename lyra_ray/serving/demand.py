@@ -7,8 +7,9 @@ checkpoints and resizes, Serve moves replicas), so the demand that drives it mus
 - an EWMA over the raw samples, so that one burst of requests (a single scrape that saw a
   queue) does not reclaim a server that would be idle again a moment later;
 - hysteresis on the whole-server level: it rises only once the smoothed need has stayed above
-  it for ``up_after_s``, and falls only once the need has stayed below it, by a margin, for
-  ``down_after_s``. Noise around a boundary therefore does not flap a loan back and forth.
+  it for ``up_after_s``, and falls only once the need has stayed, for ``down_after_s``, a
+  margin below the lower level it falls to. Noise around a boundary therefore does not flap
+  a loan back and forth.
 
 Rising is meant to be quick and falling slow: a service short of replicas misses its latency
 target at once, while training that waits a little longer for a loan loses little.
@@ -205,9 +206,20 @@ class DemandEstimator:
         return self._level
 
     def _step(self, t: float, need: float) -> None:
-        """Move the level by the hysteresis rules."""
+        """Move the level by the hysteresis rules.
+
+        Up to ``ceil(need)``; down only to a level that the need stays ``down_margin``
+        below (``need <= level * (1 - down_margin)``), so that the level just lent down
+        to is not exceeded by the same load's noise. WHY: the margin was once checked
+        against the level being left, not the one reached: down from 3 to 2 at a need of
+        1.99, up again at 2.01. Under a CPU hog a lent server's drain moved a service's
+        need across its boundary, and a server was lent and reclaimed every 13 s for
+        three minutes, never lent long enough for training to use it (the serving chaos
+        test's lost-server wait, docs/testing.md)."""
         cfg = self.config
         want = min(max(math.ceil(need - _CEIL_EPS), cfg.min_servers), cfg.max_servers)
+        room = max(need / (1.0 - cfg.down_margin), 0.0)
+        down_to = min(max(math.ceil(room - _CEIL_EPS), cfg.min_servers), cfg.max_servers)
         if want > self._level:
             self._below_since = self._below_peak = None
             if self._above_since is None:
@@ -217,12 +229,12 @@ class DemandEstimator:
                 # Up to the current need, not the window's lowest: being short hurts serving.
                 self._level = want
                 self._above_since = None
-        elif want < self._level and need < self._level * (1.0 - cfg.down_margin):
+        elif down_to < self._level:
             self._above_since = None
             if self._below_since is None or self._below_peak is None:
-                self._below_since, self._below_peak = t, want
+                self._below_since, self._below_peak = t, down_to
             else:
-                self._below_peak = max(self._below_peak, want)
+                self._below_peak = max(self._below_peak, down_to)
             if t - self._below_since >= cfg.down_after_s:
                 # Down only to the highest need of the whole window, so a need that wavers
                 # inside the window does not lend a server it will take back at once.

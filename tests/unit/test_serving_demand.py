@@ -226,3 +226,17 @@ def test_pure_modules_do_not_import_ray() -> None:
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert out.returncode == 0, out.stderr
+
+
+def test_a_level_lent_down_to_keeps_the_margin_below_it() -> None:
+    """Falling from 3 to 2 takes a need at most 2 x 0.9 = 1.8 servers, not 1.99, so a need
+    wavering around 2 (a drain moving load onto the servers left) holds the level at 3
+    instead of lending and reclaiming a server on every swing; once the need is at most
+    1.8 the level falls, and then only a need past 2 raises it again."""
+    cfg = _config(up_after_s=0.0, smoothing_s=0.5, down_after_s=4.0)  # 2 in flight a server
+    est = DemandEstimator(cfg, initial_servers=3)
+    levels = [est.update(float(t), 3.9 if t % 12 < 6 else 4.05, None) for t in range(120)]
+    assert set(levels) == {3}  # 1.95-2.03 servers: never lent, so never reclaimed
+    assert _feed(est, 120, 130, 3.5)[-1] == 2  # 1.75 servers for 4 s: down to 2
+    assert _feed(est, 130, 160, 3.9) == [2] * 30  # 1.95: below 2, stays
+    assert _feed(est, 160, 163, 4.4)[-1] == 3  # 2.2: up at once
