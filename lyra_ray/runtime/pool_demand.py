@@ -27,6 +27,9 @@ class PoolDemand:
         self.rise_at: float | None = None
         """When the level last rose, until the reclaims it asked for are done."""
         self.last_stats: dict[str, dict[str, Any]] = {}
+        self._pending: dict[str, Any] = {}
+        """Saved estimators not yet restored: :meth:`resize` restores them once it knows
+        the servers (see :meth:`load_state`)."""
 
     def to_state(self) -> dict[str, Any]:
         return {
@@ -35,9 +38,14 @@ class PoolDemand:
         }
 
     def load_state(self, saved: Mapping[str, Any]) -> None:
-        """The level only: the estimators are rebuilt by :meth:`resize` from
-        ``saved["estimators"]`` once the services and servers are known."""
+        """The level now; the estimators are rebuilt by the first :meth:`resize` that
+        knows a server. WHY not at once: a restarted scheduler loads its state before
+        the inventory reports the servers, and an estimator sized to none clamps its
+        saved level to one server (then up to ``min_servers``): a service at 3 servers
+        came back at 2, and a server was lent under full load, to be reclaimed 45 s
+        later (the serving chaos test's scheduler kill)."""
         self.level = saved.get("demand")
+        self._pending = dict(saved.get("estimators") or {})
 
     def resize(
         self,
@@ -54,6 +62,10 @@ class PoolDemand:
         within its bounds: nothing is lent or reclaimed on a guess before its load is
         seen, except what its floor of ``min_servers`` requires.
         """
+        if saved is None and self._pending:
+            if servers <= 0:
+                return  # restored once a server is known
+            saved, self._pending = self._pending, {}
         if saved is None:
             saved = {k: e.to_state() for k, e in self.estimators.items()}
         servers = max(1, servers)

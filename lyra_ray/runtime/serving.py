@@ -113,7 +113,7 @@ class ServingPool:
             log.warning("%s", line)
         self.loans.load_state(saved)
         self.demand.load_state(saved)
-        self._resize_demand(saved.get("estimators", {}))
+        self._resize_demand()
         if self.services:
             self.proxy.start()
             self._keep_ingresses(serve.status().applications)
