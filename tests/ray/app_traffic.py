@@ -23,6 +23,9 @@ import aiohttp
 from lyra_ray.serving.load import check_loopback_url
 
 KINDS = ("post", "get", "stream")
+RECENT_S = 10.0
+"""A server counts for held streams while it answered a request started this recently
+(at the loaning tests' low rate each serving server gets one about every second)."""
 
 
 class AppTraffic:
@@ -54,7 +57,9 @@ class AppTraffic:
         tests' low rate: none about one time in four). One held stream a server was not
         enough either (CI failed once more): the router can put both on one server, the
         other then has none for a whole stream. So another starts while any server has
-        none, up to two a server (the demand stays below one server's)."""
+        none, up to two a server (the demand stays below one server's). A server counts
+        while it answered a request started in the last ``RECENT_S``: one drained stops
+        getting any, and holding streams for it would pile them onto the others."""
         self.held = n
 
     def stop(self) -> dict[str, Any]:
@@ -142,7 +147,8 @@ class AppTraffic:
             if self.held <= 0:
                 continue
             live = [r for r in self.records if r.get("held") and "t1" not in r]
-            seen = {r["node"] for r in self.records if r.get("node")}
+            now = time.time()  # servers that answered lately: a drained one drops out
+            seen = {r["node"] for r in self.records if r.get("node") and now - r["t0"] < RECENT_S}
             covered = {r["node"] for r in live if r.get("node")}
             starting = [r for r in live if not r.get("node")]
             if starting or covered >= seen or len(live) >= 2 * max(1, len(seen)):

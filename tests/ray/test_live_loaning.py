@@ -178,8 +178,8 @@ HELD_N = 60
 target is 3 in flight per GPU replica, 6 per server (2 GPUs). High: ~10 in flight, both
 servers. Low: ~3-5, one server: open-loop streams (~0.9 in flight) beside streams of
 ``HELD_N`` tokens (18 s, longer than the lend takes to begin) held in flight on every
-server until a server is lent (``AppTraffic.hold``), so that one runs on the server being
-drained. (With open-loop streams alone, none ran there in about one run of four; with
+server until a server's drain begins (``AppTraffic.hold``), so that one runs on the server
+being drained. (With open-loop streams alone, none ran there in about one run of four; with
 one held stream a server, routed both to one server, CI failed once more.)"""
 
 
@@ -267,8 +267,14 @@ def test_a_users_app_is_lent_and_reclaimed_under_traffic(
         assert all(len(ids) == 3 for ids in copies.values()), copies  # Front, 2 x Model
         traffic.set_rates(LOW)
         traffic.hold(HELD_N)
-        wait_until(lambda: "lent" in _servers(client).values(), 180, "a server lent")
+        # Held streams only until a drain begins: those on the server then straddle it;
+        # more would all land on the server left and, under a CPU hog, pushed its need
+        # past one server, so it took the server back 14 s after lending it.
+        wait_until(
+            lambda: {"draining", "lent"} & set(_servers(client).values()), 180, "a drain begun"
+        )
         traffic.hold(0)
+        wait_until(lambda: "lent" in _servers(client).values(), 180, "a server lent")
         (lent,) = [n for n, st in _servers(client).items() if st == "lent"]
         (kept,) = set(copies) - {lent}
         wait_until(lambda: sizes()[-1] == 4, 240, "the elastic job grown onto the lent server")
