@@ -217,9 +217,11 @@ class DemandEstimator:
         three minutes, never lent long enough for training to use it (the serving chaos
         test's lost-server wait, docs/testing.md)."""
         cfg = self.config
-        want = min(max(math.ceil(need - _CEIL_EPS), cfg.min_servers), cfg.max_servers)
-        room = max(need / (1.0 - cfg.down_margin), 0.0)
-        down_to = min(max(math.ceil(room - _CEIL_EPS), cfg.min_servers), cfg.max_servers)
+
+        def servers(x: float) -> int:
+            return min(max(math.ceil(x - _CEIL_EPS), cfg.min_servers), cfg.max_servers)
+
+        want, down_to = servers(need), servers(need / (1.0 - cfg.down_margin))
         if want > self._level:
             self._below_since = self._below_peak = None
             if self._above_since is None:

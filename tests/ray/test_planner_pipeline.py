@@ -34,13 +34,14 @@ from __future__ import annotations
 import math
 import os
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import Any
+from typing import Any, TypeVar
 
 import pytest
 
 pytestmark = [pytest.mark.ray, pytest.mark.alone]
+T = TypeVar("T")
 
 ray = pytest.importorskip("ray")
 torch = pytest.importorskip("torch")
@@ -232,6 +233,17 @@ class Quiet:
             time.sleep(2.0)  # probe rarely: the probe itself loads the host
             self.left -= 2.0
 
+    def samples(self, n: int, take: Callable[[], T]) -> list[T]:
+        """``n`` results of ``take()``, each counted, as a step is, only if the host was
+        quiet just before and just after it."""
+        out: list[T] = []
+        while len(out) < n:
+            self.wait()
+            got = take()
+            if self.now():
+                out.append(got)
+        return out
+
 
 def spaced(predicted: dict[Config, float]) -> list[Config]:
     """The fastest configuration, then each next one predicted at least ``SPACING`` times
@@ -260,12 +272,7 @@ def measure(workers: list[Any]) -> list[dict[str, Any]]:
     prediction and measurement. A step counts only if the host was quiet just before and
     just after it."""
     quiet = Quiet(workers)
-    runs: list[dict[int, list[tuple[float, float]]]] = []
-    while len(runs) < PROFILES:  # a profile counts, as a step does, if quiet on both sides
-        quiet.wait()
-        taken = ray.get(workers[0].profile.remote(SIZES, 5))
-        if quiet.now():
-            runs.append(taken)
+    runs = quiet.samples(PROFILES, lambda: ray.get(workers[0].profile.remote(SIZES, 5)))
     fastest = {  # the fastest of the profiles, layer by layer: bursts inflate one
         b: [
             (min(x[0] for x in ls), min(x[1] for x in ls))
@@ -283,12 +290,7 @@ def measure(workers: list[Any]) -> list[dict[str, Any]]:
     # (Taken once and unguarded before: the likely cause, not shown, of a suite run whose
     # 32-microbatch predictions were 22-32 % short, ranked under a 1-microbatch
     # configuration predicted slower: Spearman 0.70.)
-    slopes: list[float] = []
-    while len(slopes) < PROFILES:
-        quiet.wait()
-        slope = max(ray.get([w.overhead.remote(5) for w in workers]))
-        if quiet.now():
-            slopes.append(slope)
+    slopes = quiet.samples(PROFILES, lambda: max(ray.get([w.overhead.remote(5) for w in workers])))
     latency = sorted(slopes)[len(slopes) // 2] / 2
     cpu = GpuSpec("cpu", 1e11, 64 * 2**30, 1e10, bw, bw, gpus_per_server=STAGES)
     model = model_spec()
