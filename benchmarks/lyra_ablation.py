@@ -58,7 +58,10 @@ VARIANTS: dict[str, tuple[str, dict[str, Any]]] = {
         "a 1-h rule (`loan_max_remaining_s=3600`)",
         {"loan_max_remaining_s": 3600.0},
     ),
-    "lend-now": ("lends at once (`lend_after_s=None`)", {"lend_after_s": None}),
+    "lend-10m": (
+        "lends after 10 min (`lend_after_s=600`, the former default)",
+        {"lend_after_s": 600.0},
+    ),
     "lend-30m": ("lends after 30 min (`lend_after_s=1800`)", {"lend_after_s": 1800.0}),
     "greedy": ("phase 2 greedy, not the knapsack", {"flexible": "greedy"}),
     "naive": ("naive reclaim, not the knapsack", {"reclaim": "naive"}),
@@ -81,12 +84,14 @@ ALTERNATIVES: dict[str, tuple[str, dict[str, Any], tuple[str, ...] | None]] = {
         ("default",),
     ),
     "loan_1h": ("a 1-h loan rule", {"loan_max_remaining_s": 3600.0}, None),
+    "lend_10m": ("the former `lend_after_s=600`", {"lend_after_s": 600.0}, None),
 }
 """What ``--sensitivity`` runs beside the defaults: (label, Lyra's arguments, the regimes
 it runs in; ``None``: all). The ``move_gain_s`` in force before the restart price fell
 from 8.3 to 5.2 s (whether a change on the held-out seeds is the price's or the
-re-chosen threshold's), and the loan rule that the tuning runs would pick (whether it
-carries to other seeds and pools)."""
+re-chosen threshold's), the loan rule that the tuning runs would pick (whether it
+carries to other seeds and pools), and the former 10-min lend delay (whether lending at
+once, re-chosen on the tuning runs, carries)."""
 LARGE, MID = "language-m-large", "language-m-mid"
 REGIMES = {
     "default": (W.POLLUX_CLUSTER["train"], W.POLLUX_CLUSTER["infer"], W.SERVING),

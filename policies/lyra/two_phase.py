@@ -6,11 +6,13 @@ Each step:
    serving needs back by the dependent-value knapsack, which prefers servers whose
    reclaim only scales jobs in; jobs a reclaim leaves below their minimum are treated as
    queued at once — they restart elsewhere if GPUs are free, else they are preempted.
-   Two guards against demand noise (a server lent, filled, and reclaimed minutes later
-   preempts what runs there): ``lend_after_s`` (the default, 10 min): a server is lent
-   only once serving has not needed it for that long; and a reserve of idle servers
-   (``reserve_fraction`` of the pool, off by default: it made Lyra queue more than
-   Basic; the ablation in docs/lyra.md).
+   Two optional guards against demand noise (a server lent, filled, and reclaimed
+   minutes later preempts what runs there), both off by default: ``lend_after_s``, a
+   server is lent only once serving has not needed it for that long (it was 10 min;
+   re-chosen on the tuning runs at the current restart price, lending at once queues
+   less on every pool evaluated while the knapsack reclaim keeps preemptions within the
+   goal: docs/lyra.md); and a reserve of idle servers (``reserve_fraction`` of the
+   pool: it made Lyra queue more than Basic; the ablation in docs/lyra.md).
 1. *Base demand*: every job's minimum, shortest job first — running jobs first so that
    an arrival never preempts a running job, only takes back its flexible workers. This
    minimises queuing: a job waits only if its minimum does not fit.
@@ -74,7 +76,7 @@ class LyraPolicy(PolicyBase):
         reserve_fraction: float = 0.0,
         mixed_types: bool = True,
         resize_cost_s: float | None = None,
-        lend_after_s: float | None = 600.0,
+        lend_after_s: float | None = None,
         move_gain_s: float | None = 7200.0,
         move_holds_back: bool = False,
     ) -> None:
@@ -107,7 +109,8 @@ class LyraPolicy(PolicyBase):
         passed over move after move, at a cost in mean queuing and JCT on the
         evaluation's runs (docs/lyra.md)."""
         self.memory = DemandMemory(lend_after_s) if lend_after_s is not None else None
-        """Lend only what serving has not needed for ``lend_after_s`` (policy state)."""
+        """Lend only what serving has not needed for ``lend_after_s`` (policy state);
+        ``None`` (default): lend what serving does not need now, as the paper's Lyra does."""
         self.remaining = RemainingTimes()
         """Each job's remaining time, cached by view (:mod:`lyra_ray.policies.lyra.remaining`)."""
 
