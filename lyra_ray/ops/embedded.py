@@ -78,8 +78,10 @@ class EmbeddedCluster:
         # here the nodes' proxies listen on a port no client is given.
         # WHY retried: a node's raylet has the same fixed 30 s to register as the head's
         # (one CI run lost a whole module to it, right after another cluster shut down).
-        node = start_with_retries(
-            lambda: self.cluster.add_node(
+        # WHY its agent is checked: see _agent_serving (a node's logs and its share of
+        # the State API go through its agent).
+        def start() -> Any:
+            node = self.cluster.add_node(
                 num_cpus=cpus,
                 num_gpus=gpus,
                 object_store_memory=80 * 2**20,
@@ -88,7 +90,14 @@ class EmbeddedCluster:
                 dashboard_agent_listen_port=free_port(),
                 env_vars={"RAY_SERVE_WORKER_PROXY_HTTP_PORT": str(self.worker_proxy_port)},
             )
-        )
+            try:
+                _agent_serving(self.cluster, node)
+            except RuntimeError:
+                self.cluster.remove_node(node)
+                raise
+            return node
+
+        node = start_with_retries(start)
         self.nodes[node.node_id] = node
         return str(node.node_id)
 
@@ -173,8 +182,43 @@ dying at once (return code -6, before it wrote a log), which Ray reports as fail
 read its ``dashboard.err``; and the GCS server not publishing its port within Ray's
 wait (``Timed out waiting for file .../gcs_server_port_...``). The GCS had not even
 opened its log files then (it opens them first thing), so it was not slow but stuck or
-gone: waiting longer than Ray's 30 s would not help, a fresh start does. Anything else
-is raised at once."""
+gone: waiting longer than Ray's 30 s would not help, a fresh start does. A node's
+dashboard agent whose HTTP port was taken so (:func:`_agent_serving`) is reported with
+the same words. Anything else is raised at once."""
+
+AGENT_WAIT_S = 60.0
+"""How long a new node's dashboard agent may take to publish its HTTP address."""
+
+
+def _agent_serving(cluster: Any, node: Any = None, timeout_s: float | None = None) -> None:
+    """Return once the dashboard agent of ``node`` (the ``cluster``'s head if ``None``)
+    has published its HTTP address in the GCS; raise a transient start failure if it has
+    not within ``timeout_s`` (:data:`AGENT_WAIT_S`).
+
+    WHY: an agent whose HTTP port (picked free, :func:`free_port`) was taken before it
+    bound it logs "address already in use", stays alive without HTTP and never publishes
+    its address, and Ray starts the node as if nothing happened. On the head that leaves
+    the cluster without job submission: every ``ray job submit`` hangs on "Failed to get
+    head node agent" (seen in a two-process ``make test`` run: a module's first
+    ``ray job submit`` never reached its scheduler in 300 s). A fresh start on fresh
+    ports does not meet it."""
+    from ray._private.ray_constants import KV_NAMESPACE_DASHBOARD
+    from ray.dashboard.consts import DASHBOARD_AGENT_ADDR_NODE_ID_PREFIX
+
+    node = cluster.head_node if node is None else node
+    timeout_s = AGENT_WAIT_S if timeout_s is None else timeout_s
+    key = f"{DASHBOARD_AGENT_ADDR_NODE_ID_PREFIX}{node.node_id}".encode()
+    gcs = node.get_gcs_client()
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        with suppress(Exception):  # the GCS still starting: asked again below
+            if gcs.internal_kv_get(key, KV_NAMESPACE_DASHBOARD, timeout=5):
+                return
+        time.sleep(0.2)
+    raise RuntimeError(
+        f"the dashboard agent of node {node.node_id} published no HTTP address in "
+        f"{timeout_s:g} s (its port taken: address already in use?)"
+    )
 
 
 def _children(proc: Path = Path("/proc")) -> set[int]:
@@ -259,6 +303,11 @@ def _start_head(cluster_cls: Any) -> tuple[Any, int]:
                 "labels": {"pool": "head"},
             },
         )
+        try:
+            _agent_serving(cluster)  # job submission goes through the head's agent
+        except RuntimeError:
+            cluster.shutdown()
+            raise
         return cluster, dash
 
     return start_with_retries(start)

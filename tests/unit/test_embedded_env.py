@@ -22,6 +22,13 @@ from lyra_ray.ops import embedded
 STALE = "127.0.0.1:1"
 
 
+@pytest.fixture(autouse=True)
+def _agents_serve(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Ray is faked here, agents included: their check has its own tests
+    (``test_start_retries.py``)."""
+    monkeypatch.setattr(embedded, "_agent_serving", lambda cluster, node=None, timeout_s=None: None)
+
+
 class FakeCluster:
     address = "127.0.0.1:6399"
 
