@@ -180,6 +180,10 @@ class HttpForwarder:
         return self._session
 
     async def close(self) -> None:
+        """Close the upstream session once no request is in flight: aiohttp leaves a
+        response still being read from a closed session waiting for ever (a unit test
+        whose first finished call closed the forwarder under five other streams hung
+        until its 900-s timeout in a loaded suite run)."""
         if self._session is not None:
             await self._session.close()
 

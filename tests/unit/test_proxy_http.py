@@ -138,7 +138,11 @@ def scope(method: str, raw_path: bytes, query: bytes = b"", headers: Any = ()) -
     }
 
 
-async def call(fw: HttpForwarder, sc: dict[str, Any], body: bytes = b"") -> list[dict[str, Any]]:
+async def call(
+    fw: HttpForwarder, sc: dict[str, Any], body: bytes = b"", close: bool = True
+) -> list[dict[str, Any]]:
+    """One request through ``fw``; ``close``: then close its session (pass False while
+    other calls share ``fw``: see :meth:`HttpForwarder.close`)."""
     chunks = [body[:3], body[3:]] if body else [b""]
     msgs = [
         {"type": "http.request", "body": c, "more_body": i < len(chunks) - 1}
@@ -154,7 +158,8 @@ async def call(fw: HttpForwarder, sc: dict[str, Any], body: bytes = b"") -> list
         sent.append(dict(m))
 
     await fw(sc, receive, send)
-    await fw.close()
+    if close:
+        await fw.close()
     return sent
 
 
@@ -277,8 +282,9 @@ async def test_no_server_is_a_503(_up: Upstream, base: str) -> None:
 async def test_requests_go_to_the_server_with_fewest_in_flight(_up: Upstream, base: str) -> None:
     router = Router(["a", "b"])
     fw = HttpForwarder("svc", base, router)
-    sends = [call(fw, scope("GET", b"/stream", b"n=5")) for _ in range(6)]
+    sends = [call(fw, scope("GET", b"/stream", b"n=5"), close=False) for _ in range(6)]
     await asyncio.gather(*sends)
+    await fw.close()
     assert router.peak["a"] == router.peak["b"] == 3
 
 
