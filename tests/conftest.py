@@ -91,10 +91,14 @@ LIVE_DEFAULT_S = 60.0
 
 
 def _recorded_seconds() -> dict[str, float]:
-    """Each module's seconds in the newest recorded whole run; empty if unreadable."""
+    """Each module's seconds in the newest recorded whole run that passed (else the
+    newest); empty if unreadable. WHY passed: a failed run's times hold its failures'
+    timeouts (a unit module that hung 900 s), which would misorder the next run."""
     try:
         runs = json.loads(RECORDED.read_text())["runs"]
-        return {m: float(v["seconds"]) for m, v in runs[-1]["modules"].items()}
+        passed = [r for r in runs if not r.get("failures")]
+        newest = (passed or runs)[-1]
+        return {m: float(v["seconds"]) for m, v in newest["modules"].items()}
     except (OSError, ValueError, KeyError, IndexError, TypeError):
         return {}
 
