@@ -112,10 +112,11 @@ def actor_gone(name: str) -> bool:
 
 def start_lending_scheduler(workdir: Path, **cfg: Any) -> None:
     """The scheduler under Lyra, lending every server serving does not need (no reserve),
-    as soon as it does not need it (``lend_after_s: None``; Lyra's default waits 10 min
-    of low demand, a guard for day-long traces), and letting jobs of any length onto a
-    lent server: the serving tests and benchmarks want a loan at low load. It polls every
-    0.5 s; Serve's proxy gets a free port; ``cfg`` adds to (or overrides) the lyra config."""
+    as soon as it does not need it (``lend_after_s: None``, Lyra's default too; stated
+    so that the tests keep lending at once whatever the default), and letting jobs of any
+    length onto a lent server: the serving tests and benchmarks want a loan at low load.
+    It polls every 0.5 s; Serve's proxy gets a free port; ``cfg`` adds to (or overrides)
+    the lyra config."""
     from lyra_ray.ops.embedded import free_port
     from lyra_ray.runtime.scheduler import start_scheduler
 
