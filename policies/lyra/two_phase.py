@@ -121,7 +121,10 @@ class LyraPolicy(PolicyBase):
 
     def load_state(self, state: Mapping[str, Any]) -> None:
         if self.memory is None:
-            super().load_state(state)
+            # WHY "demand" is dropped: a scheduler that saved its memory under a lend
+            # delay (600 s was the default) and restarts without one has nothing to
+            # hold back; refusing it would keep the scheduler from restoring at all.
+            super().load_state({k: v for k, v in state.items() if k != "demand"})
             return
         other = sorted(set(state) - {"demand"})
         if other:  # another policy's state (one saved before the policy's name was kept)

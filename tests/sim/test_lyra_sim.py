@@ -270,3 +270,21 @@ def test_lend_delay_and_mixed_types_survive_a_restart() -> None:
     for t, events in [*steps, (1100.0, [m.ServingDemand(0)]), (1300.0, [])]:
         assert twin.step(t, events) == core.step(t, events), t
     assert twin.to_state() == core.to_state()
+
+
+def test_a_scheduler_saved_with_a_lend_delay_restores_without_one() -> None:
+    """A scheduler that saved its demand memory under ``lend_after_s=600`` (the default
+    until it was re-chosen) restarts on a policy without a delay: the memory is dropped,
+    not refused, so the restart loses nothing; any other key is still refused."""
+    import pytest
+
+    from lyra_ray.policies.lyra.two_phase import LyraPolicy
+
+    before = LyraPolicy(lend_after_s=600.0)
+    before.load_state({"demand": [[0.0, 2], [60.0, 1]]})
+    saved = json.loads(json.dumps(before.to_state()))
+    now = LyraPolicy()
+    now.load_state(saved)
+    assert now.to_state() == {}
+    with pytest.raises(ValueError, match="keeps no state"):
+        now.load_state({**saved, "other": 1})
