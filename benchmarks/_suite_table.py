@@ -22,10 +22,15 @@ def runs(data: dict[str, Any]) -> str:
     return "\n".join(rows)
 
 
+def newest_passed(runs: list[dict[str, Any]]) -> dict[str, Any]:
+    """The newest recorded run that passed (else the newest): a failed run's seconds hold
+    its timeouts (a unit module that hung 900 s). The tier table shows it, and
+    ``tests/conftest.py`` orders the modules by it."""
+    return ([r for r in runs if not r.get("failures")] or runs)[-1]
+
+
 def tiers(data: dict[str, Any]) -> str:
-    # A failed run's seconds hold its timeouts (a unit module that hung 900 s), so the
-    # tiers are shown from the newest run that passed, as tests/conftest.py orders by.
-    last = ([r for r in data["runs"] if not r.get("failures")] or data["runs"])[-1]
+    last = newest_passed(data["runs"])
     total = sum(t["seconds"] for t in last["tiers"].values()) or 1.0
     # Said only where true: tests that ran in two processes at once sum past the wall time.
     overlap = (

@@ -92,13 +92,12 @@ LIVE_DEFAULT_S = 60.0
 
 def _recorded_seconds() -> dict[str, float]:
     """Each module's seconds in the newest recorded whole run that passed (else the
-    newest); empty if unreadable. WHY passed: a failed run's times hold its failures'
-    timeouts (a unit module that hung 900 s), which would misorder the next run."""
+    newest: ``benchmarks._suite_table.newest_passed``); empty if unreadable."""
+    from benchmarks._suite_table import newest_passed
+
     try:
         runs = json.loads(RECORDED.read_text())["runs"]
-        passed = [r for r in runs if not r.get("failures")]
-        newest = (passed or runs)[-1]
-        return {m: float(v["seconds"]) for m, v in newest["modules"].items()}
+        return {m: float(v["seconds"]) for m, v in newest_passed(runs)["modules"].items()}
     except (OSError, ValueError, KeyError, IndexError, TypeError):
         return {}
 
