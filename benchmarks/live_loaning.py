@@ -33,7 +33,8 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from benchmarks._scratch_cluster import scratch_cluster  # noqa: E402
-from lyra_ray.ops.embedded import EmbeddedCluster, free_port  # noqa: E402
+from lyra_ray.ops.embedded import EmbeddedCluster  # noqa: E402
+from lyra_ray.ops.ports import free_port  # noqa: E402
 from lyra_ray.serving.load import LoadReport, run_load  # noqa: E402
 from lyra_ray.serving.load_pattern import LoadPattern  # noqa: E402
 

@@ -131,8 +131,9 @@ def serve_main(args: argparse.Namespace) -> int:
         )
         return 0
     from lyra_ray.client.quiet import init_ray, verbose
-    from lyra_ray.ops.embedded import embedded_cluster, free_port
+    from lyra_ray.ops.embedded import embedded_cluster
     from lyra_ray.ops.local import parse_nodes
+    from lyra_ray.ops.ports import free_port
     from lyra_ray.runtime.scheduler import start_scheduler
     from lyra_ray.sdk import Client
 

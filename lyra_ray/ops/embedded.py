@@ -13,7 +13,6 @@ from __future__ import annotations
 import logging
 import os
 import signal
-import socket
 import tempfile
 import time
 from collections.abc import Callable, Iterator, Sequence
@@ -21,6 +20,8 @@ from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
+
+from lyra_ray.ops.ports import free_port
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -47,12 +48,6 @@ def disconnect() -> None:
 
         _set_global_client(None)  # type: ignore[no-untyped-call]
     ray.shutdown()
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 @dataclass

@@ -45,7 +45,7 @@ from lyra_ray.ops.autoscaling_config import (
     localize,
 )
 from lyra_ray.ops.cluster_yaml import load_cluster_yaml
-from lyra_ray.ops.embedded import free_port
+from lyra_ray.ops.ports import free_port
 from lyra_ray.ops.process_groups import descendants, end_groups, members
 from lyra_ray.ops.redis import RedisServer, start_redis, stop_redis
 from lyra_ray.ops.start_commands import bin_path, head_commands, worker_commands

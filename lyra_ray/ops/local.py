@@ -27,6 +27,7 @@ from lyra_ray.model.pools import parse_pool
 from lyra_ray.model.spec import read_text_input, safe_load_yaml
 from lyra_ray.ops.cluster_yaml import with_node_types
 from lyra_ray.ops.embedded import disconnect
+from lyra_ray.ops.ports import free_port
 from lyra_ray.ops.process_groups import end_groups
 
 log = logging.getLogger(__name__)
@@ -70,12 +71,6 @@ def lyra_section(config_path: str | None) -> dict[str, Any]:
         # a table named beside the cluster.yaml, as its other files are
         section = {**section, "throughputs": str(Path(config_path).parent / table)}
     return section
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def _ray_bin() -> str:
@@ -133,7 +128,7 @@ def up(
     local = {
         "state_dir": str(h / "state"),
         "storage_path": str(h / "checkpoints"),
-        "serve_port": _free_port(),
+        "serve_port": free_port(),
     }
     base = local if nodes_spec is not None else {}
     cfg = SchedulerConfig.from_dict({**base, **lyra_section(config_path), **overrides})
@@ -157,7 +152,7 @@ def up(
         # refusal above: a refused `up` leaves the caller's environment as it was
         os.environ["RAY_AUTH_MODE"] = auth_mode()
     if prometheus:
-        info["prometheus"] = f"http://127.0.0.1:{_free_port()}"
+        info["prometheus"] = f"http://127.0.0.1:{free_port()}"
     try:
         return _up(h, nodes_spec, cfg, info, inference_spec)
     except BaseException:
@@ -234,7 +229,7 @@ def _up(
         env["PATH"] = os.pathsep.join([bindir, *filter(None, [env.get("PATH")])])
         repo = str(Path(__file__).resolve().parents[2])
         env["PYTHONPATH"] = os.pathsep.join([repo, *filter(None, [env.get("PYTHONPATH")])])
-        port, dash = _free_port(), int(os.environ.get("LYRA_DASHBOARD_PORT", _free_port()))
+        port, dash = free_port(), int(os.environ.get("LYRA_DASHBOARD_PORT", free_port()))
         address = f"127.0.0.1:{port}"
         # the new cluster's own address, never one an old `lyra up` left exported: Ray's
         # State API prefers it to any address given (see ops/embedded.py: a stopped Train
@@ -250,7 +245,7 @@ def _up(
             "--include-dashboard=true",
             "--dashboard-host=127.0.0.1",
             f"--dashboard-port={dash}",
-            f"--dashboard-agent-listen-port={_free_port()}",
+            f"--dashboard-agent-listen-port={free_port()}",
             "--labels=pool=head",
         ]
         info["pids"].append(_spawn(head, h / "head.log", env))
@@ -268,7 +263,7 @@ def _up(
         # given: on one host each would otherwise bind the head proxy's port
         # (SO_REUSEPORT), and the kernel hands some new connections to a proxy Serve has
         # just started, before it has routes: 'POST 404' (see ops/embedded.py).
-        worker_env = {**env, "RAY_SERVE_WORKER_PROXY_HTTP_PORT": str(_free_port())}
+        worker_env = {**env, "RAY_SERVE_WORKER_PROXY_HTTP_PORT": str(free_port())}
         pools = [(nodes_spec, "training")] + ([(inference, "inference")] if inference else [])
         items = [(g, c, n, pool) for spec, pool in pools for g, c, n in parse_nodes(spec)]
         for gpu, count, gpus, pool in items:
@@ -280,7 +275,7 @@ def _up(
                     f"--resources={json.dumps({f'accelerator_type:{gpu.upper()}': 1})}",
                     f"--labels=gpu-type={gpu},pool={pool}",
                     f"--object-store-memory={100 * 2**20}",
-                    f"--dashboard-agent-listen-port={_free_port()}",
+                    f"--dashboard-agent-listen-port={free_port()}",
                 ]
                 logfile = h / f"{pool}-{gpu}-{i}.log"
                 info["pids"].append(_spawn(args, logfile, worker_env))

@@ -27,7 +27,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from lyra_ray.ops.embedded import free_port
+from lyra_ray.ops.ports import free_port
 
 INSTALL_HINT = "needs Debian's redis-server: run `scripts/ensure_deb.sh redis-server redis`"
 

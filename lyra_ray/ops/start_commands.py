@@ -27,7 +27,7 @@ from typing import Any
 
 from lyra_ray.model.errors import InputError
 from lyra_ray.ops.autoscaling_config import head_type
-from lyra_ray.ops.embedded import free_port
+from lyra_ray.ops.ports import free_port
 
 HEAD_FLAGS = (
     "--port",

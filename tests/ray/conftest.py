@@ -17,7 +17,8 @@ from pathlib import Path
 
 import pytest
 
-from lyra_ray.ops.embedded import EmbeddedCluster, free_port, start_embedded
+from lyra_ray.ops.embedded import EmbeddedCluster, start_embedded
+from lyra_ray.ops.ports import free_port
 
 __all__ = ["LiveCluster", "free_port", "start_cluster", "start_pool_cluster", "stop_cluster"]
 

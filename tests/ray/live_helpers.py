@@ -117,7 +117,7 @@ def start_lending_scheduler(workdir: Path, **cfg: Any) -> None:
     length onto a lent server: the serving tests and benchmarks want a loan at low load.
     It polls every 0.5 s; Serve's proxy gets a free port; ``cfg`` adds to (or overrides)
     the lyra config."""
-    from lyra_ray.ops.embedded import free_port
+    from lyra_ray.ops.ports import free_port
     from lyra_ray.runtime.scheduler import start_scheduler
 
     start_scheduler(

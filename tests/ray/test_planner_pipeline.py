@@ -47,7 +47,8 @@ ray = pytest.importorskip("ray")
 torch = pytest.importorskip("torch")
 from scipy.stats import spearmanr  # noqa: E402
 
-from lyra_ray.ops.embedded import disconnect, free_port, start_with_retries  # noqa: E402
+from lyra_ray.ops.embedded import disconnect, start_with_retries  # noqa: E402
+from lyra_ray.ops.ports import free_port  # noqa: E402
 from lyra_ray.parallelism import (  # noqa: E402
     Constants,
     GpuSpec,
