@@ -32,9 +32,6 @@ MIN_POOL = 1_000
 """Fewer ports than this between the two ranges (a host with a widened ephemeral range):
 fall back to ``bind(0)``."""
 
-_handed_out: set[int] = set()
-
-
 def pool(ephemeral: Path = EPHEMERAL_RANGE) -> range | None:
     """The ports lyra draws from, or None where the host leaves too few (or is not
     Linux)."""
@@ -82,16 +79,15 @@ def _kernel_port() -> int:
 
 
 def free_port(ephemeral: Path = EPHEMERAL_RANGE, claims: Path | None = None) -> int:
-    """A port nothing listens on, below the ephemeral range, not handed out before by
-    this process nor claimed lately by another."""
+    """A port nothing listens on, below the ephemeral range, not claimed lately by this
+    process or another (the claim file is what keeps this process too from being handed
+    one port twice before it binds it)."""
     ports = pool(ephemeral)
     if ports is None:
         return _kernel_port()
     claims = claims or Path(tempfile.gettempdir()) / f"lyra-port-claims-{os.getuid()}"
     for _ in range(200):
         port = random.choice(ports)
-        if port in _handed_out or not _binds(port) or not _claim(port, claims):
-            continue
-        _handed_out.add(port)
-        return port
+        if _binds(port) and _claim(port, claims):
+            return port
     raise OSError(errno.EADDRINUSE, f"no free port found in {ports.start}-{ports.stop - 1}")
