@@ -11,9 +11,11 @@ from __future__ import annotations
 
 import logging
 import socket
+import time
+from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import suppress
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 import ray
 
@@ -23,6 +25,25 @@ from lyra_ray.model import Event, Node, NodeDown, NodeUp
 log = logging.getLogger(__name__)
 
 _ACCEL_PREFIX = "accelerator_type:"
+
+SWEEP_S = 2.0
+"""How often every node's raylet port is knocked on (:meth:`Inventory.refresh`)."""
+PROBE_TIMEOUT_S = 1.0
+
+Probe = Literal["listening", "refused", "unknown"]
+
+
+def probe(addr: tuple[str, int], timeout_s: float = PROBE_TIMEOUT_S) -> Probe:
+    """Whether something listens at ``addr``: only a refusal (the host answered, nothing
+    listens) is sure; a timeout or any other error says nothing (a busy or distant
+    host)."""
+    try:
+        with socket.create_connection(addr, timeout=timeout_s):
+            return "listening"
+    except ConnectionRefusedError:
+        return "refused"
+    except OSError:
+        return "unknown"
 
 
 def node_from_ray(info: dict[str, Any]) -> tuple[Node, str] | None:
@@ -56,6 +77,13 @@ class Inventory:
     condemned: set[str] = field(default_factory=set)
     """Nodes whose raylet surely is gone (:meth:`condemn`) that Ray still lists alive:
     left out of every read until Ray lists them no more."""
+    sweep_s: float = SWEEP_S
+    """Knock on every node's raylet this often (0: never); see :meth:`_sweep`."""
+    reachable: set[str] = field(default_factory=set)
+    """Nodes whose raylet accepted a connection from here at least once."""
+    _probes: dict[str, Future[Probe]] = field(default_factory=dict)
+    _pool: ThreadPoolExecutor | None = None
+    _swept: float = float("-inf")
 
     def read(self) -> dict[str, tuple[Node, str]]:
         out: dict[str, tuple[Node, str]] = {}
@@ -104,18 +132,47 @@ class Inventory:
         any other error says nothing for sure (a busy or distant host), so it is False:
         the caller keeps its usual path."""
         addr = self.raylets.get(node_id)
-        if addr is None:
-            return False
-        try:
-            with socket.create_connection(addr, timeout=timeout_s):
-                return False
-        except ConnectionRefusedError:
-            return True
-        except OSError:
-            return False
+        return addr is not None and probe(addr, timeout_s) == "refused"
+
+    def _sweep(self, current: dict[str, tuple[Node, str]]) -> None:
+        """Condemn the listed nodes whose raylet refused the last knock after accepting
+        an earlier one, and knock again on every node once ``sweep_s`` has passed.
+
+        WHY: Ray declares a lost node dead only once its health checks have missed,
+        15 s on an idle host and 50 s measured inside the suite. Until then a lost
+        inference server's clients were still routed there, and its replacement (a
+        lent server reclaimed) waited for the NodeDown; :meth:`raylet_gone` caught a
+        lost node only when a training run there ended. Why only after an accepted
+        knock: a raylet port that refuses this process from the first (a firewall that
+        rejects) proves nothing about the node; one that listened and now refuses has
+        lost its raylet. The knocks run on threads, harvested at the next refresh, so
+        that a host that times out never stalls the scheduler's loop."""
+        for nid, fut in list(self._probes.items()):
+            if not fut.done():
+                continue
+            del self._probes[nid]
+            got = fut.result()
+            if got == "listening":
+                self.reachable.add(nid)
+            elif got == "refused" and nid in self.reachable and nid in current:
+                log.warning("node down (its raylet refuses connections; Ray still lists "
+                            "it): %s", nid)  # fmt: skip
+                self.condemned.add(nid)
+        self.reachable &= set(current)
+        now = time.monotonic()
+        if self.sweep_s <= 0 or now - self._swept < self.sweep_s:
+            return
+        self._swept = now
+        if self._pool is None:
+            self._pool = ThreadPoolExecutor(max_workers=8, thread_name_prefix="raylet-probe")
+        for nid in current:
+            if nid not in self._probes and nid in self.raylets:
+                self._probes[nid] = self._pool.submit(probe, self.raylets[nid])
 
     def refresh(self) -> list[Event]:
         current = self.read()
+        self._sweep(current)
+        current = {nid: found for nid, found in current.items() if nid not in self.condemned}
         events: list[Event] = []
         for nid in sorted(set(self.nodes) - set(current)):
             log.info("node down: %s", nid)
