@@ -28,7 +28,7 @@ from lyra_ray import model as m
 from lyra_ray.model.mixed import with_batch_shares
 from lyra_ray.model.state import assignment_from_dict, assignment_to_dict
 from lyra_ray.parallelism.jobs import run_config
-from lyra_ray.runtime import runs, stale_pgs
+from lyra_ray.runtime import reconcile, runs, stale_pgs
 from lyra_ray.runtime.control import get_or_create_control
 from lyra_ray.runtime.gang_plan import kept_gpus
 from lyra_ray.runtime.inventory import Inventory
@@ -86,9 +86,8 @@ class RayRuntime:
         self.control = get_or_create_control()
         self.dirty = False
         self._pending: list[m.Event] = []
-        self._sweep = (0.0, 0.0)
-        """(sweep until, last sweep): stale placement groups after a node loss (stale_pgs)."""
         """Events found outside poll() (by reconcile) and reported by the next poll()."""
+        self.stale = stale_pgs.Sweep()
         self.waiting: dict[str, dict[str, Any]] = {}
         """Launches held until every server of their assignment is ready for training."""
 
@@ -141,9 +140,9 @@ class RayRuntime:
             if isinstance(a, m.Launch):
                 self._launch_or_queue(a.job_id, assignment_to_dict(a.assignment))
             elif isinstance(a, m.Resize):
-                self._stop(a.job_id, next_assignment=assignment_to_dict(a.assignment))
+                self.stop(a.job_id, next_assignment=assignment_to_dict(a.assignment))
             elif isinstance(a, m.Preempt):
-                self._stop(a.job_id, next_assignment=None)
+                self.stop(a.job_id, next_assignment=None)
             elif isinstance(a, m.Finish):
                 self._finish(a.job_id)
             # Lend, Reclaim and ScaleServe are the serving pool's: the loop's other sink
@@ -157,8 +156,8 @@ class RayRuntime:
             return
         if r is not None:
             log.warning("launch of %s while its run g%d is live: restarting", job_id, r.generation)
-            self._kill(r)
-        self._start(job_id, assignment)
+            self.kill(r)
+        self.start(job_id, assignment)
 
     def _ready(self, assignment: Mapping[str, Any]) -> bool:
         return self.node_ready is None or all(self.node_ready(n) for n, _ in assignment["nodes"])
@@ -168,7 +167,9 @@ class RayRuntime:
         bound = [r.assignment for r in self.runs.values()] + list(self.waiting.values())
         return any(n == node for a in bound for n, _ in a["nodes"])
 
-    def _start(self, job_id: str, assignment: dict[str, Any], unexpected: int = 0) -> None:
+    def start(self, job_id: str, assignment: dict[str, Any], unexpected: int = 0) -> None:
+        """Start the job's next generation on ``assignment``, or hold it until every
+        server there is ready for training (``unexpected``: ends counted so far)."""
         if not self._ready(assignment):
             log.info("launch of %s waits for its servers to be freed by serving", job_id)
             self.waiting[job_id] = assignment
@@ -219,19 +220,21 @@ class RayRuntime:
         speeds = {g: self.speeds(spec, g) for g, _ in a.parts}
         return with_batch_shares(config, speeds, a.parts, self.inventory.label_for_type)
 
-    def _stop(self, job_id: str, next_assignment: dict[str, Any] | None) -> None:
+    def stop(self, job_id: str, next_assignment: dict[str, Any] | None) -> None:
+        """Ask the job's run to checkpoint and stop; ``next_assignment``: where its next
+        generation starts once the old one has let go (None: a preemption)."""
         if job_id in self.waiting:
             self.waiting.pop(job_id)
             if next_assignment is None:
                 self._pending.append(m.JobStopped(job_id, 0.0))
             else:
-                self._start(job_id, next_assignment)
+                self.start(job_id, next_assignment)
             self.dirty = True
             return
         r = self.runs.get(job_id)
         if r is None:
             if next_assignment is not None:
-                self._start(job_id, next_assignment)
+                self.start(job_id, next_assignment)
             return
         r.next_assignment = next_assignment
         keep = kept_gpus(r.assignment, next_assignment)
@@ -249,11 +252,12 @@ class RayRuntime:
         r = self.runs.pop(job_id, None)
         if r is not None:
             runs.request_stop(job_id, r.generation)
-            self._kill(r)
+            self.kill(r)
             self.dirty = True
         runs.end_job(job_id)
 
-    def _kill(self, r: RunRecord) -> None:
+    def kill(self, r: RunRecord) -> None:
+        """End the run's processes now, without a checkpoint."""
         runs.kill_run(r.job_id, r.generation, r.executor)
 
     def busy(self) -> bool:
@@ -275,13 +279,13 @@ class RayRuntime:
         self._pending = []
         for jid, a in list(self.waiting.items()):
             if self._ready(a):
-                self._start(jid, a)
+                self.start(jid, a)
         down = {e.node_id for e in events if isinstance(e, m.NodeDown)}
-        self._sweep_stale(bool(down))
+        self.stale.after_poll(bool(down), time.time())
         for jid, r in list(self.runs.items()):
             if any(n in down for n, _ in r.assignment["nodes"]):
                 log.info("run %s g%d lost a node: dropping it", jid, r.generation)
-                self._kill(r)
+                self.kill(r)
                 del self.runs[jid]
                 self.dirty = True
         if not self.runs:
@@ -308,7 +312,7 @@ class RayRuntime:
                 # generation would wait forever); a starting run meets the stop flag at its
                 # first step, and the core's minimum lease keeps rounds off starting runs.
                 log.info("stopping run %s g%d by kill", jid, r.generation)
-                self._kill(r)
+                self.kill(r)
                 found = newest_checkpoint(os.path.join(self.storage_path, runs.run_name(jid)))
                 events += self._ended(r, "stopped", float(found[1]) if found else 0.0, "", rec)
             elif now - r.launched_at > START_GRACE_S and not runs.run_alive(
@@ -326,28 +330,13 @@ class RayRuntime:
             if r.get("phases")
         ]
 
-    def _sweep_stale(self, node_lost: bool) -> None:
-        """After a node loss, remove placement groups pinned to dead nodes for a while
-        (:mod:`lyra_ray.runtime.stale_pgs`); never let it stop the cycle."""
-        now = time.time()
-        until, last = self._sweep
-        if node_lost:
-            until = now + stale_pgs.SWEEP_FOR_S
-        if now < until and now - last >= stale_pgs.SWEEP_EVERY_S:
-            last = now
-            try:
-                stale_pgs.remove_unplaceable()
-            except Exception:
-                log.warning("sweeping stale placement groups failed", exc_info=True)
-        self._sweep = (until, last)
-
     def _ended(
         self, r: RunRecord, outcome: str, steps: float, message: str, rec: Any = None
     ) -> list[m.Event]:
         """A run ended: report it, or start the queued next generation (``rec``: its
         control record, whose timestamps close a resize's phases)."""
         jid = r.job_id
-        self._kill(r)
+        self.kill(r)
         del self.runs[jid]
         self.dirty = True
         if outcome == "completed":
@@ -357,7 +346,7 @@ class RayRuntime:
         if r.phase == "stopping":
             self.phases.stopped(jid, rec, r.next_assignment is not None, time.time())
             if r.next_assignment is not None:
-                self._start(jid, r.next_assignment)
+                self.start(jid, r.next_assignment)
                 return [m.JobProgress(jid, steps)]
             if r.executor == "warm":
                 runs.release(jid)  # slots kept for a next generation that is not coming
@@ -390,73 +379,14 @@ class RayRuntime:
                 )
             ]
         log.warning("run %s g%d ended unexpectedly (%s): restarting it", jid, r.generation, outcome)
-        self._start(jid, r.assignment, unexpected=r.unexpected_ends + 1)
+        self.start(jid, r.assignment, unexpected=r.unexpected_ends + 1)
         return [m.JobProgress(jid, steps)] if steps else []
 
     # ------------------------------------------------------------------ restart
 
     def reconcile(self, desired: Mapping[str, m.Assignment]) -> None:
-        """After a restart: make the runs match what the core believes (no new decisions).
-
-        Runs the core still wants keep going untouched; a run whose job the core no
-        longer runs is stopped; a job the core runs but that has no live run is
-        started again from its latest checkpoint.
-        """
+        """After a restart: make the runs match what the core believes
+        (:func:`lyra_ray.runtime.reconcile.reconcile`; no new decisions). A node that
+        left meanwhile is reported as NodeDown by the next poll."""
         self._pending += self.inventory.refresh()
-        alive_nodes = set(self.inventory.nodes)
-        records: dict[str, dict[str, Any]] = ray.get(self.control.snapshot.remote())
-        self._adopt_unrecorded(desired, records)
-        for jid, r in list(self.runs.items()):
-            rec = records.get(jid)
-            alive = runs.run_alive(jid, r.generation, r.executor)
-            finished = rec is not None and rec["generation"] == r.generation and rec["outcome"]
-            if not alive and not finished:
-                log.info("reconcile: run %s g%d is gone", jid, r.generation)
-                del self.runs[jid]
-            elif jid not in desired and r.phase == "running":
-                self._stop(jid, None)
-        for jid, a in desired.items():
-            if any(n not in alive_nodes for n, _ in a.nodes):
-                continue  # its node is gone: the pending NodeDown re-queues the job
-            want = assignment_to_dict(a)
-            cur = self.runs.get(jid)
-            if cur is None:
-                log.info("reconcile: starting %s again", jid)
-                assert want is not None
-                self._start(jid, want)
-            elif cur.phase == "running" and cur.assignment != want:
-                self._stop(jid, want)
-            elif cur.phase == "stopping":
-                cur.next_assignment = want
-        self.dirty = True
-
-    def _adopt_unrecorded(
-        self, desired: Mapping[str, m.Assignment], records: Mapping[str, Mapping[str, Any]]
-    ) -> None:
-        """Runs started after the last commit: adopt them, never start their generation again.
-
-        The scheduler commits the runs table after applying a cycle's actions; one that
-        died in between (a run started, the commit not yet made) restarts with a table
-        that lacks the run, while the control actor already has its generation
-        (``start_run`` registers it first). Without this, reconcile started the same
-        generation a second time (found by the fault hook's ``after_apply``,
-        ``tests/chaos``). A run the core still wants is adopted as running (poll then
-        sees it progress, end, or vanish); one it no longer wants is killed.
-        """
-        for jid, rec in records.items():
-            gen = int(rec["generation"])
-            if gen <= self.trail.generation(jid) or (jid not in desired and jid not in self.runs):
-                continue
-            log.warning("reconcile: adopting %s g%d, started after the last commit", jid, gen)
-            self.trail.take(jid, gen)
-            old = self.runs.pop(jid, None)
-            if old is not None:
-                self._kill(old)  # the adopted run replaced it
-            want = assignment_to_dict(desired[jid]) if jid in desired else None
-            if want is None:
-                runs.kill_run(jid, gen, self.executor)
-                continue
-            now = time.time()
-            self.runs[jid] = RunRecord(jid, gen, want, now, executor=self.executor)
-            self.trail.adopted(now, jid, gen, want)
-            self.dirty = True
+        reconcile.reconcile(self, desired)

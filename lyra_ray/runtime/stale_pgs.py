@@ -83,3 +83,22 @@ def remove_unplaceable() -> list[str]:
         log.info("removing placement group %s: pinned to a node that is gone", pg_id)
         remove_placement_group(PlacementGroup(ray.PlacementGroupID(bytes.fromhex(pg_id))))
     return stale
+
+
+class Sweep:
+    """When to sweep: for :data:`SWEEP_FOR_S` after each node loss, at most every
+    :data:`SWEEP_EVERY_S`. A failed sweep is logged and never stops the caller's cycle."""
+
+    def __init__(self) -> None:
+        self.until = 0.0
+        self.last = 0.0
+
+    def after_poll(self, node_lost: bool, now: float) -> None:
+        if node_lost:
+            self.until = now + SWEEP_FOR_S
+        if now < self.until and now - self.last >= SWEEP_EVERY_S:
+            self.last = now
+            try:
+                remove_unplaceable()
+            except Exception:
+                log.warning("sweeping stale placement groups failed", exc_info=True)

@@ -18,7 +18,7 @@ from ray.train.v2._internal.exceptions import (
 from ray.train.v2.api.exceptions import ControllerError, WorkerGroupError
 
 from lyra_ray import model as m
-from lyra_ray.runtime import ray_runtime, runs
+from lyra_ray.runtime import ray_runtime, reconcile, runs
 from lyra_ray.runtime.ray_runtime import RayRuntime
 from lyra_ray.runtime.run_record import RunRecord
 
@@ -76,7 +76,7 @@ def runtime(monkeypatch: pytest.MonkeyPatch) -> RayRuntime:
 
 def _run(rt: RayRuntime) -> RunRecord:
     a = {"gpu_type": "k80", "workers": 1, "nodes": [["n1", 1]], "partner": None}
-    rt._start("j", a)
+    rt.start("j", a)
     return rt.runs["j"]
 
 
@@ -139,13 +139,13 @@ def test_reconcile_adopts_a_run_started_after_the_last_commit(
     }
     runtime.runs["gone"] = RunRecord("gone", 2, {"nodes": [["n1", 1]]}, 0.0)
     runtime.trail.take("gone", 2)
-    runtime._adopt_unrecorded({"j": a}, records)
+    reconcile.adopt_unrecorded(runtime, {"j": a}, records)
     assert runtime.runs["j"].generation == 1 and runtime.generation("j") == 1
     assert [(j, g) for _t, j, g, _a in runtime.trail.launches] == [("j", 1)]
     assert runtime.started == []  # type: ignore[attr-defined]
     assert "gone" not in runtime.runs and runtime.generation("gone") == 3
     assert ("gone", 3) in killed and ("gone", 2) in killed
-    runtime._start("j", runtime.runs["j"].assignment)  # a later start takes the next number
+    runtime.start("j", runtime.runs["j"].assignment)  # a later start takes the next number
     assert runtime.started == [("j", 2)]  # type: ignore[attr-defined]
 
 
@@ -157,9 +157,9 @@ def test_a_resize_whose_scheduler_died_mid_way_is_still_recorded(runtime: RayRun
     record open for good)."""
     a1 = {"gpu_type": "k80", "workers": 2, "nodes": [["n1", 2]], "partner": None}
     a2 = {"gpu_type": "k80", "workers": 1, "nodes": [["n1", 1]], "partner": None}
-    runtime._start("j", a1)
+    runtime.start("j", a1)
     runtime.decided_at = 99.0
-    runtime._stop("j", next_assignment=a2)
+    runtime.stop("j", next_assignment=a2)
     restarted = RayRuntime(runtime.specs, "/tmp/lyra-unused", max_restarts=2)
     restarted.inventory.nodes = dict(runtime.inventory.nodes)
     restarted.inventory.gpu_label = dict(runtime.inventory.gpu_label)
