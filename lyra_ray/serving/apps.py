@@ -50,6 +50,6 @@ def ingress_of(spec: ServiceSpec, upstream: str) -> Any:
 
 def backend_of(spec: ServiceSpec, node_id: str, replicas: int) -> Any:
     """The bound backend application of lyra's MoE service on one server."""
-    from lyra_ray.serving.moe_app import moe_backend
+    from lyra_ray.serving.moe_device import moe_backend
 
     return moe_backend(node_id, replicas, dict(spec.config))

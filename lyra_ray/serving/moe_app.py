@@ -10,7 +10,8 @@ to its server, that holds the experts' slices the plan gives it. The ingress
 embedding, attention, routers, shared experts) in a thread per request; each MoE layer's
 routed experts come back to the event loop, which sends every device one call with its
 chunks. It plans for the batch regime the service sees (its step-size histogram) over
-the devices of the servers that serve (:mod:`lyra_ray.serving.moe_plan`):
+the devices of the servers that serve (:mod:`lyra_ray.serving.moe_plan`), from what
+:mod:`lyra_ray.serving.moe_loads` keeps of the routing seen:
 lending a server lowers the replica budget and re-plans onto the devices left; a reclaim
 re-plans with the server back; in between, phase 2 re-plans the layers whose actual
 routing drifted from the plan, on the ingress's own clock (every ``replan_s``), behind a
@@ -18,9 +19,9 @@ hysteresis gate (:mod:`lyra_ray.serving.moe_drift`). A spec with ``uniform: 1`` 
 every expert at the same number of replicas (the baseline Lina is measured against) and
 never re-plans on drift.
 
-A device stands for a GPU running its experts (:mod:`lyra_ray.serving.moe_device`): it
-computes each chunk (on its GPU where there is one); a spec with ``emulate: 1`` has each
-call take the H200 expert-time model of its tokens instead.
+A device stands for a GPU running its experts (:mod:`lyra_ray.serving.moe_device`, with
+each server's application of them): it computes each chunk (on its GPU where there is
+one); a spec with ``emulate: 1`` has each call take the H200 expert-time model instead.
 
 A plan switch drops no request: a request keeps the routing table it started with to
 its last layer; the pool deletes a drained server's app only once no request holding a
@@ -40,12 +41,10 @@ from ray import serve
 from ray.exceptions import RayActorError
 from ray.serve.exceptions import DeploymentUnavailableError, ReplicaUnavailableError
 
-from lyra_ray.contract.labels import NODE_ID_LABEL
 from lyra_ray.serving.meter import RequestMeter
-from lyra_ray.serving.moe_device import MoEDevice, device_service_ms, emulated_expert
-from lyra_ray.serving.moe_drift import DriftGate, Phase2Planner
+from lyra_ray.serving.moe_loads import ExpertLoads
 from lyra_ray.serving.moe_metrics import ExpertMetrics
-from lyra_ray.serving.moe_plan import Device, RoutingTable, devices_of, plan_devices
+from lyra_ray.serving.moe_plan import Device, RoutingTable, devices_of
 from lyra_ray.serving.moe_request import request_tokens
 from lyra_ray.serving.spec import moe_knobs
 
@@ -75,7 +74,6 @@ class MoEServiceIngress:
         import ray
         import torch
 
-        from lyra_ray.moe_serving.batch_regime import BatchHistogram
         from lyra_ray.moe_serving.hf_moe import HFMoE, arch_spec
         from lyra_ray.moe_serving.popularity_map import zipf_shares
 
@@ -97,29 +95,12 @@ class MoEServiceIngress:
             target = zipf_shares(m.layers, m.experts, m.top_k, float(k["skew"]), m.spec.seed)
         self.calibration_error = m.calibrate(target)
         """The worst layer's max share error of the routers' calibration (0.01 is the aim)."""
-        self.estimate = m.pick_shares(self._profile_stream())
-        """Phase 1's estimate: the calibrated routers' counts on a seeded stream of requests
-        shaped like the spec's, until real routing is seen."""
-        self.cost = self._static_cost(k)
-        """The devices' expert time, what plans predict step times with (None until the
-        first device has been profiled, when the calls are not emulated)."""
-        self.batches = BatchHistogram(prior=float(self.batch * self.seq * m.top_k))
-        """Routed tokens per MoE layer of each request: the batch regime plans are made for."""
-        self.drift = DriftGate(
-            float(k["threshold"]),
-            float(k["replan_gain"]),
-            int(k["replan_checks"]),
-            Phase2Planner(self._plan_for, self._predicted),
-        )
-        self.checks: list[dict[str, Any]] = []
+        self.loads = ExpertLoads(m, k)
+        """What plans are made from (:mod:`lyra_ray.serving.moe_loads`)."""
         self.weights = [
             [ray.put(m.expert_slice(layer, e)) for e in range(m.experts)]
             for layer in range(m.layers)
         ]
-        self.window = np.zeros((m.layers, m.experts))
-        """Tokens per expert since the last phase-2 check."""
-        self.recent = np.zeros_like(self.window)
-        """Tokens per expert, halved at every phase-2 check: what a re-plan plans for."""
         self.servers: dict[str, tuple[str, int]] = {}
         self.table: RoutingTable | None = None
         self.old: list[RoutingTable] = []
@@ -134,27 +115,6 @@ class MoEServiceIngress:
         self._threads = concurrent.futures.ThreadPoolExecutor(64, "moe-request")
         """Each request's forward runs in a thread of its own (it waits on its devices)."""
 
-    def _profile_stream(self) -> Any:
-        """Requests of the spec's shape with a Dirichlet topic mix each (seeded)."""
-        from lyra_ray.moe_serving.workload import sample_batch
-
-        rng = np.random.default_rng(self.model.spec.seed + 100)
-        mixes = [rng.dirichlet(np.full(self.model.topics, 0.5)) for _ in range(16)]
-        return np.concatenate(
-            [sample_batch(self.model, rng, self.batch, self.seq, mix).numpy() for mix in mixes]
-        )
-
-    def _static_cost(self, k: dict[str, Any]) -> Any:
-        """The expert time of emulated calls (``service_ms`` or ``emulate``); None when the
-        devices compute, whose time is measured on the first device (``_measure_cost``)."""
-        from lyra_ray.moe_serving.expert_time import ExpertCost, per_call
-
-        m = self.model
-        service_ms = device_service_ms(k)
-        if service_ms is not None:
-            return ExpertCost(m.dim, m.inter, constants=per_call(max(service_ms, 1e-3) / 1e3))
-        return emulated_expert(k, m.dim, m.inter)
-
     async def _measure_cost(self, dev: Device) -> None:
         from lyra_ray.moe_serving.expert_time import ExpertCost, host_roofline
         from lyra_ray.serving.moe_device import PROFILE_TOKENS
@@ -163,7 +123,7 @@ class MoEServiceIngress:
         m = self.model
         where = f"measured on device {dev.index} of {dev.node[:12]}"
         roof = host_roofline(m.dim, m.inter, one, PROFILE_TOKENS, many, where)
-        self.cost = ExpertCost(m.dim, m.inter, gpu="host", constants=roof)
+        self.loads.cost = ExpertCost(m.dim, m.inter, gpu="host", constants=roof)
         log.info(
             "%s: expert time %s: %.0f us at 1 token, %.0f us at %d",
             self.service,
@@ -172,17 +132,6 @@ class MoEServiceIngress:
             many * 1e6,
             PROFILE_TOKENS,
         )
-
-    def _plan_for(self, load: Any, devices: int, slots: int) -> Any:
-        """The plan for the batch regime seen so far, under the devices' expert time."""
-        return plan_devices(load, devices, slots, self.batches.regime(), self.cost)
-
-    def _predicted(self, placement: Any, load: Any) -> float:
-        """Predicted expert step time of ``placement`` under ``load`` (summed over layers)."""
-        from lyra_ray.moe_serving.planner import regime_step_times
-
-        flat = np.where(load.sum(1, keepdims=True) > 0, load, 1.0)
-        return float(regime_step_times(placement, self.batches.regime(), self.cost, flat).sum())
 
     # ---------------------------------------------------------------- what the pool calls
 
@@ -231,14 +180,14 @@ class MoEServiceIngress:
             "top_k": m.top_k,
             "expert_shape": [m.dim, m.inter],
             "calibration_error": round(self.calibration_error, 4),
-            "expert_time": None if self.cost is None else self.cost.gpu,
+            "expert_time": None if self.loads.cost is None else self.loads.cost.gpu,
         }
         return {
             **now,
             "model": model,
-            "regime": [list(p) for p in self.batches.regime()],
+            "regime": [list(p) for p in self.loads.batches.regime()],
             "replans": self.history[-50:],
-            "checks": self.checks[-50:],
+            "checks": self.loads.checks[-50:],
         }
 
     # ---------------------------------------------------------------- planning
@@ -258,15 +207,12 @@ class MoEServiceIngress:
             devices = devices_of({n: g for n, (_app, g) in planned_for.items()})
             if not devices:
                 return
-            if self.cost is None:
+            if self.loads.cost is None:
                 await self._measure_cost(devices[0])
             if drifted is not None and self.table is not None and devices == self.table.devices:
                 placement = drifted
-            elif self.uniform:
-                placement = plan_devices(np.ones_like(self.estimate), len(devices), self.slots)
             else:
-                load = self.recent if self.recent.sum() > 0 else self.estimate
-                placement = self._plan_for(load, len(devices), self.slots)
+                placement = self.loads.phase1(len(devices), self.slots, self.uniform)
             table = RoutingTable(devices, placement)
             await self._load(table)
             if self.table is not None and self.table.active:
@@ -277,7 +223,7 @@ class MoEServiceIngress:
             entry = {
                 "at": time.time(),
                 "reason": reason,
-                "regime": [[round(t, 1), round(w, 3)] for t, w in self.batches.regime()],
+                "regime": [[round(t, 1), round(w, 3)] for t, w in self.loads.batches.regime()],
                 **table.summary(),
             }
             self.history.append(entry)
@@ -306,14 +252,9 @@ class MoEServiceIngress:
         routing against the plan in use (:class:`DriftGate`) and re-plan if it says so."""
         while True:
             await asyncio.sleep(self.replan_s)
-            actual, self.window = self.window, np.zeros_like(self.window)
-            self.recent *= 0.5
-            tab = self.table
-            if tab is None or actual.sum() == 0 or self.uniform:
-                continue
-            check, drifted = self.drift.check(tab.placement, actual)
-            self.checks.append({"at": time.time(), **check.__dict__, "layers": list(check.layers)})
-            if drifted is None:
+            tab = None if self.uniform else self.table
+            check, drifted = self.loads.check(None if tab is None else tab.placement)
+            if check is None or drifted is None:
                 continue
             try:
                 reason = f"phase 2: routing drifted (check {check.check}, gain {check.gain:.2f})"
@@ -357,7 +298,7 @@ class MoEServiceIngress:
         from the event loop (``_layer``) while the thread waits for them."""
         loop = asyncio.get_running_loop()
         tokens = np.asarray(tokens, dtype=np.int64)
-        self.batches.observe(float(tokens.size * self.model.top_k))
+        self.loads.request(int(tokens.size))
 
         def experts(layer: int, hidden: Any, idx: Any, w: Any) -> Any:
             fut = asyncio.run_coroutine_threadsafe(self._layer(tab, layer, hidden, idx, w), loop)
@@ -379,8 +320,7 @@ class MoEServiceIngress:
         x = hidden.detach().float().numpy()
         k_idx, wts = idx.numpy(), w.detach().float().numpy()
         counts = np.bincount(k_idx.ravel(), minlength=self.model.experts).astype(np.int64)
-        self.window[layer] += counts
-        self.recent[layer] += counts
+        self.loads.routed(layer, counts)
         self.expert_metrics.routed(layer, counts)
         split = chunk_hosts if self.borrow else static_hosts
         where = tab.devices_for(layer, split(counts, tab.counts[layer]))
@@ -435,30 +375,6 @@ class MoEServiceIngress:
         except RuntimeError as e:
             return JSONResponse({"error": f"service {self.service}: {e}"}, status_code=503)
         return {"outputs": out[:, -1, :].tolist(), "servers": sorted(n[:12] for n in nodes)}
-
-
-def _model_shape(config: dict[str, Any]) -> tuple[int, int]:
-    """The expert shape (dim, inter) the knobs give, for an emulated device's default."""
-    k = moe_knobs(config)
-    hf = dict(k.get("hf_config") or {})
-    dim = int(hf.get("hidden_size", k["dim"]))
-    inter = hf.get("moe_intermediate_size", hf.get("intermediate_size", k["hidden"]))
-    return dim, int(inter)
-
-
-def moe_backend(node_id: str, gpus: int, config: dict[str, Any]) -> Any:
-    """The bound backend application of a MoE service on one server: one device per GPU."""
-    service_ms, k = device_service_ms(config), moe_knobs(config)
-    emulate = emulated_expert(k, *_model_shape(config))
-    opts = {"num_gpus": 1, "num_cpus": 0, "label_selector": {NODE_ID_LABEL: node_id}}
-
-    def device(k: int) -> Any:
-        return MoEDevice.options(  # type: ignore[attr-defined]
-            name=f"gpu{k}", num_replicas=1, ray_actor_options=opts
-        )
-
-    peers = [device(k).bind(node_id, k, service_ms, None, emulate) for k in range(1, gpus)]
-    return device(0).bind(node_id, 0, service_ms, peers, emulate)
 
 
 def moe_ingress(service: str, config: dict[str, Any]) -> Any:

@@ -22,8 +22,10 @@ from typing import Any
 
 from ray import serve
 
+from lyra_ray.contract.labels import NODE_ID_LABEL
 from lyra_ray.moe_serving.expert_time import ExpertCost
 from lyra_ray.moe_serving.experts import ExpertSlice, swiglu
+from lyra_ray.serving.spec import moe_knobs
 
 DEVICE_GPU = "h200"
 """The GPU type whose expert-time model an emulating device's calls take (the one measured)."""
@@ -178,3 +180,27 @@ class MoEDevice:
     def backend(self) -> str:
         """Where this device computes its experts: ``cuda`` or ``numpy``."""
         return str(self.runner.kind)
+
+
+def _model_shape(config: dict[str, Any]) -> tuple[int, int]:
+    """The expert shape (dim, inter) the knobs give, for an emulated device's default."""
+    k = moe_knobs(config)
+    hf = dict(k.get("hf_config") or {})
+    dim = int(hf.get("hidden_size", k["dim"]))
+    inter = hf.get("moe_intermediate_size", hf.get("intermediate_size", k["hidden"]))
+    return dim, int(inter)
+
+
+def moe_backend(node_id: str, gpus: int, config: dict[str, Any]) -> Any:
+    """The bound backend application of a MoE service on one server: one device per GPU."""
+    service_ms, k = device_service_ms(config), moe_knobs(config)
+    emulate = emulated_expert(k, *_model_shape(config))
+    opts = {"num_gpus": 1, "num_cpus": 0, "label_selector": {NODE_ID_LABEL: node_id}}
+
+    def device(k: int) -> Any:
+        return MoEDevice.options(  # type: ignore[attr-defined]
+            name=f"gpu{k}", num_replicas=1, ray_actor_options=opts
+        )
+
+    peers = [device(k).bind(node_id, k, service_ms, None, emulate) for k in range(1, gpus)]
+    return device(0).bind(node_id, 0, service_ms, peers, emulate)

@@ -208,7 +208,7 @@ def test_the_ingress_serves_the_models_own_forward(monkeypatch, borrow: int) -> 
     devs = {(d.node, d.index): plain(d.node, d.index, None, None, None) for d in devices}
     ing._handle = lambda d: _Handle(devs[(d.node, d.index)])
     ing.servers = {"a": ("app-a", 2), "b": ("app-b", 2)}
-    tokens = ing._profile_stream()[:4]
+    tokens = ing.loads.profile_stream()[:4]
 
     async def go() -> Any:
         await ing._replan("test")
@@ -218,8 +218,8 @@ def test_the_ingress_serves_the_models_own_forward(monkeypatch, borrow: int) -> 
     ref, routes = ing.model.run(tokens)
     np.testing.assert_allclose(out, ref.numpy(), atol=1e-5)
     counts = np.stack([np.bincount(r.ravel(), minlength=4) for r in routes.numpy()])
-    assert (ing.window == counts).all()  # the gate's counts, as phase 2 reads them
-    assert ing.batches.regime()[0][0] == pytest.approx(tokens.size * 2)
+    assert (ing.loads.window == counts).all()  # the gate's counts, as phase 2 reads them
+    assert ing.loads.batches.regime()[0][0] == pytest.approx(tokens.size * 2)
     plan = ing.plan()
     assert plan["model"]["class"] == "MixtralForCausalLM" and plan["model"]["expert_time"] == "host"
     assert plan["model"]["calibration_error"] < 0.03
@@ -251,13 +251,14 @@ def test_the_ingress_plans_for_the_batch_sizes_it_has_seen(monkeypatch) -> None:
     counts = {}
     for name, tokens in (("decode", 8.0), ("prefill", 16384.0)):
         for _ in range(2000):  # the histogram forgets the other regime
-            ing.batches.observe(tokens)
+            ing.loads.batches.observe(tokens)
         asyncio.run(ing._replan(name))
         counts[name] = ing.table.counts
-        regime = ing.batches.regime()
-        uniform = plan_devices(np.ones_like(ing.estimate), 4, 3)
-        t = regime_step_times(ing.table.placement, regime, ing.cost, ing.estimate).sum()
-        assert t <= regime_step_times(uniform, regime, ing.cost, ing.estimate).sum() * (1 + 1e-9)
+        regime = ing.loads.batches.regime()
+        est, cost = ing.loads.estimate, ing.loads.cost
+        uniform = plan_devices(np.ones_like(est), 4, 3)
+        t = regime_step_times(ing.table.placement, regime, cost, est).sum()
+        assert t <= regime_step_times(uniform, regime, cost, est).sum() * (1 + 1e-9)
     assert (counts["decode"] == 1).all(), counts
     assert counts["prefill"].max() > 1 and counts["prefill"].sum(1).max() > 4, counts
     assert ing.plan()["model"]["expert_time"] == "h200"
