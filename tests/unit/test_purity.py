@@ -24,6 +24,8 @@ PURE = [
     "lyra_ray.serving.meter",
     "lyra_ray.serving.moe_plan",
     "lyra_ray.serving.app_spec",
+    "lyra_ray.serving.app_fields",
+    "lyra_ray.serving.app_deployment",
     "lyra_ray.serving.copy_plan",
     "lyra_ray.serving.retry",
     "lyra_ray.serving.restore",
