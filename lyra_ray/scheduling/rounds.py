@@ -44,9 +44,9 @@ from lyra_ray.model import (
     GpuType,
     JobId,
     JobView,
-    pair_key,
     split_pair,
 )
+from lyra_ray.scheduling import round_books as books
 from lyra_ray.scheduling.round_greedy import (
     EntryRow,
     Ranker,
@@ -112,9 +112,9 @@ class RoundMechanism:
         active = self._active(snap)
         gpus = self._gpus(snap)
         self._thr = self.memo.throughput_rows(snap, active, gpus)
-        self._credit(active, prev)
+        books.credit(self.state, self.memo, active, prev)
         if adopt and self._would_adopt(snap.now, active, self._capacity(snap)):
-            self._reset(snap.now, active, allocation, snap.round_s / 2.0)
+            books.reset(self.state, self.memo, snap.now, active, allocation, snap.round_s / 2.0)
             self.state.capacity = dict(self._capacity(snap))
         wt, skip_zero = self.state.worker_time, self.skip_zero_priority
         ref = self.state.alloc_ref
@@ -244,76 +244,6 @@ class RoundMechanism:
             self.memo.capacity_cache = c
         return c[1]
 
-    def _credit(self, active: Mapping[JobId, JobView], prev: Mapping[JobId, Assignment]) -> None:
-        """Add last round's run time to the entry (job or pair) that ran, and its type."""
-        done: set[str] = set()
-        seen, job_time, worker_time = self.state.seen, self.state.job_time, self.state.worker_time
-        index = self.memo.index
-        for jid, a in prev.items():
-            gt = a.gpu_type
-            if a.partner:
-                key = pair_key(jid, a.partner)
-                if key in done:
-                    continue
-                done.add(key)
-                delta = 0.0
-                for member in split_pair(key):
-                    job = active.get(member)
-                    if job is not None:
-                        now_t = float(job.time_received_s.get(gt, 0.0))
-                        delta = max(delta, now_t - seen.get(member, _EMPTY).get(gt, 0.0))
-            else:  # ``prev`` holds each job once: only pairs need ``done``
-                key = jid
-                job = active.get(jid)
-                if job is None:
-                    continue
-                delta = job.time_received_s.get(gt, 0.0) - seen.get(jid, _EMPTY).get(gt, 0.0)
-            if delta <= 0:
-                continue
-            per = job_time.get(key)
-            if per is None:
-                per = job_time[key] = {}
-                self.memo.entry_cache = None  # a cached row holds the empty default
-            per[gt] = per.get(gt, 0.0) + delta
-            worker_time[gt] = worker_time.get(gt, 0.0) + delta
-            if index is not None:
-                index.dirty.add(key)
-        # The views' own mappings, not copies: a snapshot is immutable (the core builds
-        # each view's ``time_received_s`` afresh), and copying one dict per active job
-        # every round would cost more than the rest of the bookkeeping.
-        self.state.seen = {jid: j.time_received_s for jid, j in active.items()}
-
-    def _reset(
-        self, now: float, active: Mapping[JobId, JobView], allocation: Allocation, half: float
-    ) -> None:
-        """Gavel's ``_reset_time_run_so_far``: fold the last period into deficits, restart."""
-        elapsed = 0.0 if self.state.last_reset is None else now - self.state.last_reset
-        types = set(self.state.worker_time)
-        for per in allocation.fractions.values():
-            types.update(per)
-        job_time, ref, deficits = self.state.job_time, self.state.alloc_ref, self.state.deficits
-        for key in set(job_time) | set(ref):
-            per_def = deficits.get(key)
-            if per_def is None:
-                per_def = deficits[key] = {}
-            got_row, ref_row = job_time.get(key, _EMPTY), ref.get(key, _EMPTY)
-            for gt in types:
-                got = got_row.get(gt)
-                received = 0.0 if got is None else got - half
-                should = ref_row.get(gt, 0.0) * elapsed
-                per_def[gt] = per_def.get(gt, 0.0) + should - received
-        live = set(active)
-        self.state.deficits = {k: v for k, v in deficits.items() if _alive(k, live)}
-        new_keys = set(active) | {k for k in allocation.fractions if _alive(k, live)}
-        self.state.job_time = {k: dict.fromkeys(types, half) for k in new_keys}
-        self.state.worker_time = {gt: half * len(new_keys) for gt in types}
-        self.state.job_set = sorted(active)
-        self.state.last_reset = now
-        self.memo.run_cache = {
-            k: v for k, v in self.memo.run_cache.items() if k in self.state.job_time
-        }
-        self.state.alloc_ref = {k: dict(v) for k, v in allocation.fractions.items()}
-
     # ------------------------------------------------------------------ selection
 
     def _candidates(self, active: Mapping[JobId, JobView]) -> list[str]:
@@ -409,11 +339,6 @@ class RoundMechanism:
             types = {g for g in rows[0] if pair_runnable(snap, a, b, g)}
         self.memo.run_cache[key] = (rows, types)
         return types
-
-
-def _alive(key: str, live: set[JobId]) -> bool:
-    """Whether the entry's job (or both of a pair's) is active; splits only pair keys."""
-    return key in live if PAIR_SEP not in key else all(m in live for m in split_pair(key))
 
 
 def _training(snap: ClusterSnapshot) -> dict[GpuType, int]:
