@@ -45,7 +45,7 @@ from lyra_ray.runtime.control import get_or_create_control
 from lyra_ray.runtime.gang_crew import Crew, Worker
 from lyra_ray.runtime.run_outcome import code_failure, crash_line
 from lyra_ray.runtime.run_request import RunRequest, run_name
-from lyra_ray.train.backend import resolve_backend
+from lyra_ray.train.backend_rule import resolve_backend
 from lyra_ray.train.storage import join, last_reported, newest_checkpoint, read_step
 
 log = logging.getLogger(__name__)

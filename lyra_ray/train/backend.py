@@ -9,7 +9,8 @@ scheduler cannot tell a real GPU from a declared one; a worker can, by asking
 ``nccl`` only if all of them have CUDA, else ``gloo``; ``gloo`` and ``nccl`` are taken as
 given. Ray Train 2.60 has no public hook for this choice, so it subclasses its
 ``TorchConfig`` and extends the torch backend's ``on_start`` (``_TorchBackend``, the
-class ``TorchConfig.backend_cls`` returns), keeping everything else Ray's.
+class ``TorchConfig.backend_cls`` returns), keeping everything else Ray's. The rule itself
+is :mod:`lyra_ray.train.backend_rule`'s, shared with the gang executor.
 """
 
 from __future__ import annotations
@@ -21,19 +22,7 @@ from typing import Any
 from ray.train.torch import TorchConfig
 from ray.train.torch.config import _TorchBackend
 
-
-def cuda_available() -> bool:
-    """Run on a worker: whether torch sees a CUDA device there."""
-    import torch
-
-    return bool(torch.cuda.is_available())
-
-
-def resolve_backend(requested: str | None, cuda: list[bool]) -> str:
-    """The backend for ``requested`` given each worker's ``cuda_available()``."""
-    if requested not in (None, "auto"):
-        return str(requested)
-    return "nccl" if cuda and all(cuda) else "gloo"
+from lyra_ray.train.backend_rule import cuda_available, resolve_backend
 
 
 class _LyraTorchBackend(_TorchBackend):
