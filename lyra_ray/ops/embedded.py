@@ -64,8 +64,10 @@ class EmbeddedCluster:
     """The HTTP port of the Serve proxies of the nodes after the head (see add_gpu_node)."""
 
     def add_gpu_node(self, gpu: str, gpus: int, pool: str = "training", cpus: int = 2) -> str:
-        # WHY its own proxy port: Serve starts a proxy on every node that gets a replica,
-        # and on one host each would bind the head proxy's 127.0.0.1 port (SO_REUSEPORT),
+        # WHY its own proxy port: lyra starts Serve with its proxy on the head only
+        # (runtime/serve_proxy.py), but a Serve someone started before it may run one on
+        # every node that gets a replica, and on one host each would bind the head
+        # proxy's 127.0.0.1 port (SO_REUSEPORT),
         # so the kernel hands a share of the clients' new connections to whichever proxy
         # listens, also to one started a moment ago that has no routes yet: a request
         # then gets 'POST 404' (issue #31: a lent server reclaimed, or a service's first

@@ -9,29 +9,17 @@ Deploying again replaces the app in place (sessions live in the replica, so they
 
 from __future__ import annotations
 
-import logging
 from typing import Any
 from urllib.parse import quote
 
 from lyra_ray.page import APP_NAME, ROUTE
 
-log = logging.getLogger(__name__)
-
 
 def proxy_address(host: str, port: int) -> tuple[str, int]:
     """Start Serve's proxy at ``host:port`` unless one runs; return where it listens."""
-    from ray import serve
+    from lyra_ray.runtime.serve_proxy import start_serve
 
-    serve.start(http_options={"host": host, "port": port})
-    try:
-        from ray.serve.context import _get_global_client
-
-        client = _get_global_client()
-        if client is not None:
-            return str(client.http_config.host), int(client.http_config.port)
-    except Exception:  # private API gone: keep the configured address
-        log.warning("cannot read Serve's HTTP address; assuming %s:%d", host, port)
-    return host, port
+    return start_serve(host, port)
 
 
 def page_url(host: str, port: int) -> str:

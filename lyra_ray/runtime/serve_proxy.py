@@ -16,6 +16,29 @@ from ray import serve
 
 log = logging.getLogger(__name__)
 
+PROXY_LOCATION = "HeadOnly"
+"""Where Serve runs its HTTP proxies: the head only. WHY: every request lyra routes enters
+at the head's proxy (the URLs it hands out), goes to the service's ingress (on the head)
+and from there by handle to the copies on the servers; with Serve's default (a proxy on
+every node with a replica) each serving server would also run a proxy no client is told
+of, started again at every reclaim beside the app's replicas and stopped at every lend."""
+
+
+def start_serve(host: str, port: int) -> tuple[str, int]:
+    """Start Serve with its proxy at ``host:port`` on the head, or adopt the Serve already
+    running (a restarted scheduler's, or one a user started): where its proxy listens."""
+    serve.start(proxy_location=PROXY_LOCATION, http_options={"host": host, "port": port})
+    try:
+        from ray.serve.context import _get_global_client
+
+        client = _get_global_client()
+        if client is not None:
+            http = client.http_config
+            return str(http.host), int(http.port)
+    except Exception:  # private API gone: keep the configured address
+        log.warning("cannot read Serve's HTTP address; assuming %s:%d", host, port)
+    return host, port
+
 
 class ServeProxy:
     def __init__(self, host: str = "127.0.0.1", port: int = 8000) -> None:
@@ -27,16 +50,7 @@ class ServeProxy:
         are the truth."""
         if self.started:
             return
-        serve.start(http_options={"host": self.host, "port": self.port})
-        try:
-            from ray.serve.context import _get_global_client
-
-            client = _get_global_client()
-            if client is not None:
-                http = client.http_config
-                self.host, self.port = str(http.host), int(http.port)
-        except Exception:  # private API gone: keep the configured address
-            log.warning("cannot read Serve's HTTP address; assuming the configured one")
+        self.host, self.port = start_serve(self.host, self.port)
         self.started = True
 
     def upstream(self) -> str:
