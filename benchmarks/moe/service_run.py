@@ -32,11 +32,12 @@ def sample_requests(
     knobs: dict[str, Any], n: int, batch: int, seq: int, seed: int
 ) -> tuple[list[list[list[int]]], npt.NDArray[np.float64]]:
     """``n`` requests' tokens, and their per-expert token counts [n, layers, experts], from
-    the same model the ingress builds (``hf_moe.arch_spec`` of the knobs, the routers
+    the same model the ingress builds (``hf_arch.arch_spec`` of the knobs, the routers
     calibrated to the same ``target_load``, one torch thread as there)."""
     import torch
 
-    from lyra_ray.moe_serving.hf_moe import HFMoE, arch_spec
+    from lyra_ray.moe_serving.hf_arch import arch_spec
+    from lyra_ray.moe_serving.hf_moe import HFMoE
     from lyra_ray.moe_serving.workload import sample_batch
 
     torch.set_num_threads(1)

@@ -74,7 +74,8 @@ class MoEServiceIngress:
         import ray
         import torch
 
-        from lyra_ray.moe_serving.hf_moe import HFMoE, arch_spec
+        from lyra_ray.moe_serving.hf_arch import arch_spec
+        from lyra_ray.moe_serving.hf_moe import HFMoE
         from lyra_ray.moe_serving.popularity_map import zipf_shares
 
         torch.set_num_threads(1)

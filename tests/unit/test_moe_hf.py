@@ -23,7 +23,8 @@ import pytest
 torch = pytest.importorskip("torch")
 pytest.importorskip("transformers")
 
-from lyra_ray.moe_serving.hf_moe import ArchSpec, HFMoE, arch_spec  # noqa: E402
+from lyra_ray.moe_serving.hf_arch import ArchSpec, arch_spec  # noqa: E402
+from lyra_ray.moe_serving.hf_moe import HFMoE  # noqa: E402
 from lyra_ray.moe_serving.popularity_map import (  # noqa: E402
     cap_shares,
     mapped_shares,

@@ -39,6 +39,7 @@ PURE = [
     "lyra_ray.moe_serving.route_estimator",
     "lyra_ray.moe_serving.route_stream",
     "lyra_ray.moe_serving.hf_moe",
+    "lyra_ray.moe_serving.hf_arch",
     "lyra_ray.moe_serving.popularity_map",
     "lyra_ray.moe_serving.batch_regime",
     "lyra_ray.moe_serving.engine_map",
