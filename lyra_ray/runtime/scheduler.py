@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 from collections.abc import Mapping
 from typing import Any, cast
 
@@ -380,14 +381,27 @@ def start_scheduler(config: SchedulerConfig | Mapping[str, Any] | None = None) -
         get_if_exists=True,
         resources={"node:__internal_head__": 0.001},
     ).remote(cfg)
-    try:
-        ray.get(actor.ping.remote())
-    except ray.exceptions.RayActorError as e:
-        refusal = _refusal(e)
-        if refusal is None:
-            raise
-        raise SavedStateError(refusal) from None
-    return actor
+    deadline = time.monotonic() + RESTARTING_WAIT_S
+    while True:
+        try:
+            ray.get(actor.ping.remote())
+            return actor
+        except ray.exceptions.ActorUnavailableError:
+            # The actor found by name is restarting (a head brought back with its GCS
+            # state restarts the detached scheduler; found under a CPU hog, where that
+            # took longer than the ping): it answers once its __init__ has run.
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(1.0)
+        except ray.exceptions.RayActorError as e:
+            refusal = _refusal(e)
+            if refusal is None:
+                raise
+            raise SavedStateError(refusal) from None
+
+
+RESTARTING_WAIT_S = 300.0
+"""How long :func:`start_scheduler` waits for a scheduler actor that is restarting."""
 
 
 def _refusal(e: BaseException) -> str | None:

@@ -10,9 +10,13 @@ from __future__ import annotations
 
 import json
 import logging
+import time
 import urllib.request
 
 from ray import serve
+from ray.exceptions import RayActorError
+
+from lyra_ray.runtime.run_outcome import first_line
 
 log = logging.getLogger(__name__)
 
@@ -24,10 +28,29 @@ every node with a replica) each serving server would also run a proxy no client 
 of, started again at every reclaim beside the app's replicas and stopped at every lend."""
 
 
-def start_serve(host: str, port: int) -> tuple[str, int]:
+def start_serve(host: str, port: int, ready_s: float = 120.0) -> tuple[str, int]:
     """Start Serve with its proxy at ``host:port`` on the head, or adopt the Serve already
-    running (a restarted scheduler's, or one a user started): where its proxy listens."""
-    serve.start(proxy_location=PROXY_LOCATION, http_options={"host": host, "port": port})
+    running (a restarted scheduler's, or one a user started): where its proxy listens.
+
+    WHY a second try: ``serve.start`` waits on the first proxy actor the controller made,
+    and the controller replaces a proxy not ready within Serve's ready check (5 s): on a
+    loaded host the proxy's process had not even started, was killed, and
+    ``serve.start`` raised ``ActorDiedError`` (found under a one-core CPU hog) while
+    Serve itself was up. The second call adopts that Serve; this then waits, up to
+    ``ready_s``, until the replacement proxy answers its health check."""
+    try:
+        serve.start(proxy_location=PROXY_LOCATION, http_options={"host": host, "port": port})
+    except RayActorError as e:
+        log.warning("Serve's first HTTP proxy was replaced while starting: %s", first_line(e))
+        serve.start(proxy_location=PROXY_LOCATION, http_options={"host": host, "port": port})
+        host, port = _address(host, port)
+        _wait_healthy(host, port, ready_s)
+        return host, port
+    return _address(host, port)
+
+
+def _address(host: str, port: int) -> tuple[str, int]:
+    """Where the running Serve's proxy listens (its own config is the truth)."""
     try:
         from ray.serve.context import _get_global_client
 
@@ -38,6 +61,26 @@ def start_serve(host: str, port: int) -> tuple[str, int]:
     except Exception:  # private API gone: keep the configured address
         log.warning("cannot read Serve's HTTP address; assuming %s:%d", host, port)
     return host, port
+
+
+def _wait_healthy(host: str, port: int, ready_s: float) -> None:
+    """Until the proxy at ``host:port`` answers ``/-/healthz`` with 200 (TimeoutError
+    after ``ready_s``, naming the address)."""
+    shown = "127.0.0.1" if host in ("0.0.0.0", "", "::") else host
+    url = f"http://{shown}:{port}/-/healthz"
+    deadline = time.monotonic() + ready_s
+    while True:
+        try:
+            with urllib.request.urlopen(url, timeout=5) as r:
+                if r.status == 200:
+                    return
+        except OSError:
+            pass  # not listening yet, or answering 503 while it starts
+        if time.monotonic() > deadline:
+            raise TimeoutError(
+                f"Serve's HTTP proxy at {shown}:{port} not healthy after {ready_s:.0f} s"
+            )
+        time.sleep(0.5)
 
 
 class ServeProxy:
