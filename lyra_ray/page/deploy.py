@@ -23,7 +23,9 @@ def proxy_address(host: str, port: int) -> tuple[str, int]:
 
 
 def page_url(host: str, port: int) -> str:
-    shown = "127.0.0.1" if host in ("0.0.0.0", "") else host
+    from lyra_ray.runtime.serve_proxy import reachable_host  # Serve loads only when used
+
+    shown = reachable_host(host)
     return f"http://{shown}:{port}{ROUTE}/"
 
 

@@ -63,10 +63,16 @@ def _address(host: str, port: int) -> tuple[str, int]:
     return host, port
 
 
+def reachable_host(host: str) -> str:
+    """The address a client on the head dials for a proxy bound to ``host`` (a wildcard
+    bind is reached on loopback)."""
+    return "127.0.0.1" if host in ("0.0.0.0", "", "::") else host
+
+
 def _wait_healthy(host: str, port: int, ready_s: float) -> None:
     """Until the proxy at ``host:port`` answers ``/-/healthz`` with 200 (TimeoutError
     after ``ready_s``, naming the address)."""
-    shown = "127.0.0.1" if host in ("0.0.0.0", "", "::") else host
+    shown = reachable_host(host)
     url = f"http://{shown}:{port}/-/healthz"
     deadline = time.monotonic() + ready_s
     while True:
@@ -98,8 +104,7 @@ class ServeProxy:
 
     def upstream(self) -> str:
         """The proxy as an ingress replica on the head reaches it."""
-        host = self.host if self.host not in ("0.0.0.0", "", "::") else "127.0.0.1"
-        return f"http://{host}:{self.port}"
+        return f"http://{reachable_host(self.host)}:{self.port}"
 
     def url(self, route: str) -> str:
         """A route's URL as users are told it."""
