@@ -14,6 +14,7 @@ import os
 import sys
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from hypothesis import settings
@@ -83,6 +84,24 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
     tail = actor_log_tails(logs, "GlobalScheduler")
     if tail:
         report.sections.append(("scheduler actor log (tail)", tail))
+    records = _control_records(ray)
+    if records:
+        report.sections.append(("run control records", records))
+
+
+def _control_records(ray: Any) -> str:
+    """The control actor's record of every run (asked to stop, stop seen, steps,
+    outcome), as JSON; ``""`` when there is none to read. WHY: a test once waited in
+    vain for a resize's stop to be seen, and the scheduler's log could not tell whether
+    the stop had been asked (docs/testing.md)."""
+    try:
+        from lyra_ray.contract.names import CONTROL_ACTOR, NAMESPACE
+
+        control = ray.get_actor(CONTROL_ACTOR, namespace=NAMESPACE)
+        records = ray.get(control.snapshot.remote(), timeout=10)
+    except Exception:  # no control actor, or the cluster going: the report stays as is
+        return ""
+    return json.dumps(records, indent=1, sort_keys=True, default=str)[:8000]
 
 
 RECORDED = Path(__file__).resolve().parents[1] / "benchmarks" / "results" / "suite_times.json"

@@ -239,6 +239,14 @@ class RayRuntime:
         r.next_assignment = next_assignment
         keep = kept_gpus(r.assignment, next_assignment)
         if r.phase != "stopping":
+            log.info(
+                "asking run %s g%d to stop (%s)",
+                job_id,
+                r.generation,
+                "preemption"
+                if next_assignment is None
+                else f"next: {next_assignment['workers']} workers",
+            )
             r.phase, r.deadline = "stopping", time.time() + self.grace_s
             self.trail.stop_requested(job_id, time.time())
             self.phases.requested(
