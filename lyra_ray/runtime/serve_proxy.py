@@ -12,6 +12,7 @@ import json
 import logging
 import time
 import urllib.request
+from typing import Any
 
 from ray import serve
 from ray.exceptions import RayActorError
@@ -38,15 +39,21 @@ def start_serve(host: str, port: int, ready_s: float = 120.0) -> tuple[str, int]
     ``serve.start`` raised ``ActorDiedError`` (found under a one-core CPU hog) while
     Serve itself was up. The second call adopts that Serve; this then waits, up to
     ``ready_s``, until the replacement proxy answers its health check."""
+    options: dict[str, Any] = {
+        "proxy_location": PROXY_LOCATION,
+        "http_options": {"host": host, "port": port},
+    }
+    replaced = False
     try:
-        serve.start(proxy_location=PROXY_LOCATION, http_options={"host": host, "port": port})
+        serve.start(**options)
     except RayActorError as e:
         log.warning("Serve's first HTTP proxy was replaced while starting: %s", first_line(e))
-        serve.start(proxy_location=PROXY_LOCATION, http_options={"host": host, "port": port})
-        host, port = _address(host, port)
+        serve.start(**options)
+        replaced = True
+    host, port = _address(host, port)
+    if replaced:
         _wait_healthy(host, port, ready_s)
-        return host, port
-    return _address(host, port)
+    return host, port
 
 
 def _address(host: str, port: int) -> tuple[str, int]:
