@@ -145,7 +145,7 @@ def measure(
 
     from benchmarks._scratch_cluster import scratch_cluster
     from lyra_ray.contract.names import NAMESPACE, SCHEDULER_ACTOR
-    from lyra_ray.runtime.scheduler import start_scheduler
+    from lyra_ray.runtime.scheduler_start import start_scheduler
     from lyra_ray.sdk import Client
 
     with scratch_cluster([("k80", 1)]) as live:

@@ -100,7 +100,7 @@ def run_arm(
     import ray
 
     from lyra_ray.contract.names import NAMESPACE, SCHEDULER_ACTOR
-    from lyra_ray.runtime.scheduler import start_scheduler
+    from lyra_ray.runtime.scheduler_start import start_scheduler
     from lyra_ray.sdk import TERMINAL, Client
 
     arm = "on" if loaning else "off"

@@ -83,7 +83,7 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s")
 
-    from lyra_ray.runtime.scheduler import start_scheduler
+    from lyra_ray.runtime.scheduler_start import start_scheduler
     from lyra_ray.sdk import Client
     from tests.ray.conftest import start_cluster, stop_cluster
 

@@ -101,7 +101,7 @@ def _start(live: EmbeddedCluster, n: int, **cfg: Any) -> Any:
     import ray
 
     from lyra_ray.contract.names import NAMESPACE, SCHEDULER_ACTOR
-    from lyra_ray.runtime.scheduler import start_scheduler
+    from lyra_ray.runtime.scheduler_start import start_scheduler
     from lyra_ray.sdk import Client
 
     try:

@@ -134,7 +134,7 @@ def serve_main(args: argparse.Namespace) -> int:
     from lyra_ray.ops.embedded import embedded_cluster
     from lyra_ray.ops.local import parse_nodes
     from lyra_ray.ops.ports import free_port
-    from lyra_ray.runtime.scheduler import start_scheduler
+    from lyra_ray.runtime.scheduler_start import start_scheduler
     from lyra_ray.sdk import Client
 
     pool = [(t, g) for t, n, g in parse_nodes(args.inference, "--inference") for _ in range(n)]

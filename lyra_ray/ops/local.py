@@ -210,7 +210,7 @@ def _up(
 ) -> dict[str, Any]:
     import ray
 
-    from lyra_ray.runtime.scheduler import start_scheduler
+    from lyra_ray.runtime.scheduler_start import start_scheduler
 
     if nodes_spec is not None:
         env = node_env()

@@ -68,7 +68,7 @@ def live() -> Iterator[LiveCluster]:
 
 @pytest.fixture(scope="module")
 def client(live: LiveCluster) -> Any:
-    from lyra_ray.runtime.scheduler import start_scheduler
+    from lyra_ray.runtime.scheduler_start import start_scheduler
     from lyra_ray.sdk import Client
 
     start_scheduler(

@@ -71,7 +71,7 @@ def assert_placements_match(client: Any, job_id: str) -> int:
 def scheduler_client(live: Any, policy: str, token: str | None = None, **cfg: Any) -> Any:
     """Start a scheduler on ``live`` with the live tests' defaults (state and checkpoints
     under the cluster's workdir, a 0.5 s cycle, 20 s grace) and return a client."""
-    from lyra_ray.runtime.scheduler import start_scheduler
+    from lyra_ray.runtime.scheduler_start import start_scheduler
     from lyra_ray.sdk import Client
 
     defaults = {
@@ -118,7 +118,7 @@ def start_lending_scheduler(workdir: Path, **cfg: Any) -> None:
     It polls every 0.5 s; Serve's proxy gets a free port; ``cfg`` adds to (or overrides)
     the lyra config."""
     from lyra_ray.ops.ports import free_port
-    from lyra_ray.runtime.scheduler import start_scheduler
+    from lyra_ray.runtime.scheduler_start import start_scheduler
 
     start_scheduler(
         {

@@ -36,7 +36,7 @@ def scheduler(live_cluster: LiveCluster) -> Iterator[Callable[..., Any]]:
     """Start a scheduler with the given policy (replacing any previous one)."""
     import ray
 
-    from lyra_ray.runtime.scheduler import start_scheduler
+    from lyra_ray.runtime.scheduler_start import start_scheduler
     from lyra_ray.sdk import SCHEDULER_ACTOR, Client
 
     count = [0]

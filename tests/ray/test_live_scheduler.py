@@ -33,7 +33,7 @@ RAY = str(Path(sys.executable).with_name("ray"))
 
 @pytest.fixture(scope="module")
 def client(live_cluster: LiveCluster) -> Iterator[Any]:
-    from lyra_ray.runtime.scheduler import start_scheduler
+    from lyra_ray.runtime.scheduler_start import start_scheduler
     from lyra_ray.sdk import Client
 
     start_scheduler(

@@ -21,6 +21,18 @@ def test_importing_the_scheduler_loads_neither_torch_nor_ray_train() -> None:
     assert out.stdout.strip() == "[]", out.stdout
 
 
+def test_importing_the_gang_coordinator_loads_neither_torch_nor_ray_train() -> None:
+    """Every job's start creates its gang coordinator, a process of its own: importing
+    torch and Ray Train there for the backend rule cost ~2.4 s on that path
+    (``lyra_ray/train/backend_rule.py``)."""
+    code = (
+        "import sys, lyra_ray.runtime.gang\n"
+        f"print(sorted(m for m in {HEAVY!r} if m in sys.modules))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]", out.stdout
+
+
 def test_the_public_names_still_come_from_the_package() -> None:
     """``from lyra_ray.train import StepLoop`` is the users' API: resolved on first use."""
     import lyra_ray.train as train

@@ -13,7 +13,8 @@ import pytest
 
 ray = pytest.importorskip("ray")
 
-from lyra_ray.runtime import scheduler, serve_proxy  # noqa: E402
+from lyra_ray.runtime import scheduler_start as scheduler  # noqa: E402
+from lyra_ray.runtime import serve_proxy  # noqa: E402
 
 
 class _Actor:
