@@ -12,7 +12,7 @@ from typing import Any
 
 import torch
 
-from lyra_ray.jobs.train_example import make_model, synthetic_batch, train_loop
+from lyra_ray.jobs.train_example import _Pace, make_model, synthetic_batch, train_loop
 from lyra_ray.train import StepLoop
 
 
@@ -30,8 +30,10 @@ def slow_resize_loop(config: dict[str, Any]) -> None:
     """The example model (no DDP: each rank steps alone), slowed at the two moments of a
     resize a test kills a worker in: the checkpoint a stop writes (``stop_save_s``, on
     its way out) and a resumed run's start, restored but not yet stepped (``resume_s``).
-    Rank 0 logs "generation step" lines to ``step_log``."""
+    Rank 0 logs "generation step" lines to ``step_log``; ``pace_file`` sets its pause
+    after each step as the example job's does (a test slows it while it waits on events)."""
     loop = StepLoop(config)
+    pace = _Pace(config.get("pace_file"), float(config.get("step_sleep_s", 0.05)))
     torch.manual_seed(0)
     model = make_model()
     opt = torch.optim.SGD(model.parameters(), lr=0.01)
@@ -51,7 +53,7 @@ def slow_resize_loop(config: dict[str, Any]) -> None:
         opt.zero_grad()
         torch.nn.functional.mse_loss(model(x), y).backward()
         opt.step()
-        time.sleep(float(config.get("step_sleep_s", 0.05)))
+        time.sleep(pace.now())
         if log:
             with open(log, "a") as f:
                 f.write(f"{loop.generation} {step}\n")

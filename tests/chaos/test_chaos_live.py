@@ -358,8 +358,14 @@ def test_a_worker_killed_during_a_resize_costs_at_most_a_checkpoint(
        scheduler carries the resize out.
 
     Still: every step runs, at most one checkpoint interval twice, no generation
-    launched twice, and the job finishes with exactly its steps."""
-    from tests.ray.live_helpers import replace_scheduler
+    launched twice, and the job finishes with exactly its steps.
+
+    Paced by events: once it has stepped on two workers the job is slowed to a second a
+    step until the restarted scheduler is back, then released. At 0.05 s a step it ran
+    out its 160 steps before the rigid job's arrival was decided on twice, once under a
+    CPU hog and once beside a side load (its record gone, the hold launched beside it
+    with no stop asked): the wait for the stop then timed out, not the runtime."""
+    from tests.ray.live_helpers import release, replace_scheduler, set_pace
 
     client = replace_scheduler(
         live,
@@ -369,8 +375,14 @@ def test_a_worker_killed_during_a_resize_costs_at_most_a_checkpoint(
         state_dir=str(live.workdir / "state-resize"),
         storage_path=str(live.workdir / "ckpt-resize"),
     )
-    log, total = tmp_path / "resized.log", 160
-    cfg = {"checkpoint_every": CKPT, "step_log": str(log), "stop_save_s": 3.0, "resume_s": 3.0}
+    log, total, pace = tmp_path / "resized.log", 160, tmp_path / "pace"
+    cfg = {
+        "checkpoint_every": CKPT,
+        "step_log": str(log),
+        "stop_save_s": 3.0,
+        "resume_s": 3.0,
+        "pace_file": str(pace),
+    }
     el = client.submit(
         {
             "name": "resized",
@@ -385,6 +397,7 @@ def test_a_worker_killed_during_a_resize_costs_at_most_a_checkpoint(
     wait_for(lambda: len(step_lines(log)) >= 25, 300, "the elastic job stepping on 2 workers")
     first = client.status(el)["generation"]
     assert client.status(el)["assignment"]["workers"] == 2
+    set_pace(pace, 1.0)  # it outlasts the shrink, the kills and the restart below
     hold = client.submit(
         job("hold", 100_000, tmp_path / "hold.log", workers=1, throughput={"k80": 1.0})
     )
@@ -409,6 +422,7 @@ def test_a_worker_killed_during_a_resize_costs_at_most_a_checkpoint(
     wait_for(lambda: _control_record(el).get("stop"), 60, "the grow asked for", every=0.1)
     _kill_scheduler()  # mid-resize: the stop asked, the next generation not yet started
     wait_for(lambda: _restarts(client) > before, 120, "the scheduler back")
+    release(pace)
     st = client.wait(el, timeout=600)
     assert st["status"] == "finished" and st["steps_done"] == total, st
     sizes = [(g, a["workers"]) for _t, j, g, a in client.call("launches") if j == el]
