@@ -23,6 +23,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import subprocess
@@ -35,6 +36,7 @@ from typing import Any
 import pytest
 import yaml
 
+from lyra_ray.sdk import TERMINAL
 from tests.ray.conftest import LiveCluster, start_cluster, stop_cluster
 from tests.ray.live_helpers import (
     assert_every_step_once,
@@ -160,6 +162,14 @@ def _one(client: Any, name: str) -> dict[str, Any] | None:
     return rows[0] if rows else None
 
 
+def _cancel_active(client: Any, names: set[str]) -> None:
+    """Cancel this test's jobs that have not ended (a failed step must not cascade)."""
+    for r in client.list():
+        if r["name"] in names and r["status"] not in TERMINAL:
+            with contextlib.suppress(Exception):  # it may end meanwhile
+                client.cancel(r["id"])
+
+
 def test_user_code_from_a_working_dir_survives_a_preemption_and_a_resize(
     client: Any, live: LiveCluster, tmp_path: Path
 ) -> None:
@@ -204,6 +214,10 @@ def test_user_code_from_a_working_dir_survives_a_preemption_and_a_resize(
     finally:
         if driver.poll() is None:
             driver.kill()
+            # WHY: killing the `ray job submit` client leaves its Ray job, and the lyra job
+            # it submitted, running; one left on a GPU after an early failure (under a CPU
+            # hog) failed the next test, whose job found one GPU instead of two.
+            _cancel_active(client, {"user-elastic", "big", "small"})
     assert driver.returncode == 0, out
     st = client.status(jid)
     assert st["status"] == "finished" and st["steps_done"] == total, st
@@ -331,26 +345,29 @@ def test_ray_train_api_in_user_code_across_a_shrink_and_a_grow(
         config={"step_sleep_s": 0.1, "checkpoint_every": CKPT, "api_log": str(api)},
     )  # fmt: skip
     jid = client.submit(raw, runtime_env={"working_dir": str(d)}, inherit_env=False)
-    wait_until(lambda: log.exists() and len(step_counts(log)) >= 20, 300, "stepping on 2")
-    assert client.status(jid)["assignment"]["workers"] == 2
-    # a rigid one-GPU job shrinks it to one worker; once it stepped at that size the
-    # rigid job goes and it grows back
-    hold = client.submit(job("api-hold", 100_000, tmp_path / "hold.log", workers=1))
+    try:
+        wait_until(lambda: log.exists() and len(step_counts(log)) >= 20, 300, "stepping on 2")
+        assert client.status(jid)["assignment"]["workers"] == 2
+        # a rigid one-GPU job shrinks it to one worker; once it stepped at that size the
+        # rigid job goes and it grows back
+        hold = client.submit(job("api-hold", 100_000, tmp_path / "hold.log", workers=1))
 
-    def stepped_alone() -> bool:
-        ones = {r["generation"] for r in _api_runs(api) if r["world"] == 1}
-        return sum(1 for g, _ in _logged(log) if g in ones) >= 10
+        def stepped_alone() -> bool:
+            ones = {r["generation"] for r in _api_runs(api) if r["world"] == 1}
+            return sum(1 for g, _ in _logged(log) if g in ones) >= 10
 
-    wait_until(stepped_alone, 300, "10 steps on one worker")
-    client.cancel(hold)
+        wait_until(stepped_alone, 300, "10 steps on one worker")
+        client.cancel(hold)
 
-    def stepped_grown_back() -> bool:
-        runs = _api_runs(api)
-        return len(runs) >= 3 and any(g == runs[2]["generation"] for g, _ in _logged(log))
+        def stepped_grown_back() -> bool:
+            runs = _api_runs(api)
+            return len(runs) >= 3 and any(g == runs[2]["generation"] for g, _ in _logged(log))
 
-    wait_until(stepped_grown_back, 300, "stepping on 2 again")
-    release(pace)  # every size seen: the rest of its steps without pause
-    st = client.wait(jid, timeout=400)
+        wait_until(stepped_grown_back, 300, "stepping on 2 again")
+        release(pace)  # every size seen: the rest of its steps without pause
+        st = client.wait(jid, timeout=400)
+    finally:  # a failed step must not leave its jobs on the GPUs of the next test
+        _cancel_active(client, {"ray-api", "api-hold"})
     assert st["status"] == "finished" and st["steps_done"] == total, st
     assert st["num_resizes"] >= 2, st
     assert_every_step_once(log, total, slack=CKPT)
