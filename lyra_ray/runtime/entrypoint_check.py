@@ -16,8 +16,8 @@ a loaded cluster can cause, is never kept), and concurrent checks of the same
 entrypoint and env wait for the first instead of each starting a process.
 
 The timeout bounds the user's import alone. The task is a Ray generator that reports
-once its process is up and lyra's own modules are loaded, and only then imports the
-user's module: a worker slow to start (a loaded host, a runtime env being set up) is not
+once its process is up and lyra's own modules and PyTorch are loaded, and only then
+imports the user's module: a worker slow to start (a loaded host, a runtime env being set up) is not
 a module that blocks at import. Before, one timeout covered both, and under a one-core
 CPU hog a fresh worker took longer than the 15 s a test allows to start and import
 PyTorch, so an importable job was refused. The start has its own, longer bound
@@ -124,21 +124,18 @@ class EntrypointChecker:
         start_s = max(START_S, self.timeout_s)
         try:
             if not ray.wait([gen], timeout=start_s)[0]:
-                ray.cancel(gen, force=True)
-                return (
-                    f"field 'entrypoint': the worker to import {entrypoint!r} in did not "
-                    f"start within {start_s:.0f} s (a runtime env still installing, or a "
-                    "cluster out of CPU); the check was stopped",
-                    0.0,
+                return _stopped(
+                    gen,
+                    f"the worker to import {entrypoint!r} in did not start within "
+                    f"{start_s:.0f} s (a runtime env still installing, or a cluster out of "
+                    "CPU); the check was stopped",
                 )
             ray.get(next(gen))  # STARTED, or why the worker or its env failed
             if not ray.wait([gen], timeout=self.timeout_s)[0]:
-                ray.cancel(gen, force=True)
-                return (
-                    f"field 'entrypoint': importing {entrypoint!r} did not finish within "
-                    f"{self.timeout_s:.0f} s (a module that blocks at import); the import "
-                    "was stopped",
-                    0.0,
+                return _stopped(
+                    gen,
+                    f"importing {entrypoint!r} did not finish within {self.timeout_s:.0f} s "
+                    "(a module that blocks at import); the import was stopped",
                 )
             why = ray.get(next(gen))
         except ray.exceptions.RuntimeEnvSetupError as e:
@@ -153,3 +150,10 @@ class EntrypointChecker:
         if why is None:
             return None, OK_TTL_S
         return f"field 'entrypoint': {why}", FAILED_TTL_S
+
+
+def _stopped(gen: Any, why: str) -> tuple[str, float]:
+    """Kill the check's process and say why; a timeout is never kept (a loaded cluster
+    can cause one)."""
+    ray.cancel(gen, force=True)
+    return f"field 'entrypoint': {why}", 0.0
