@@ -115,7 +115,15 @@ def _shift_and_replan(client: Any, load: HttpLoad, topics: list[int]) -> tuple[i
             return early[0]
         return None
 
-    wait_until(lambda: replan() is not None, 120, "a phase-2 re-plan on the new mix")
+    try:
+        wait_until(lambda: replan() is not None, 120, "a phase-2 re-plan on the new mix")
+    except AssertionError as e:
+        # WHY: once (a quiet whole-suite run, after the reclaim) no re-plan came in
+        # 120 s, and the report could not say whether the gate saw no imbalance, the
+        # checks stopped, or a re-plan came at an unexpected check. Now it shows them.
+        plan = _plan(client)
+        tail = {k: plan.get(k, [])[-8:] for k in ("checks", "replans")}
+        raise AssertionError(f"{e}; last check before the shift {before}; plan: {tail}") from e
     first = replan()
     assert first is not None
     return before, int(first["reason"].split("check ")[1].split(",")[0])
