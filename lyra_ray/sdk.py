@@ -56,9 +56,8 @@ log = logging.getLogger(__name__)
 TERMINAL = frozenset({"finished", "cancelled", "failed"})
 T = TypeVar("T")
 BOUNDARY_TIMEOUT_S = 900.0
-"""``check`` / ``submit`` wait for the scheduler's entrypoint check (its own timeout
-bounds it: the check's worker start, its runtime env set up, at most 300 s, then
-``entrypoint_check_s``, 60 s by default, for the import)."""
+"""``check`` / ``submit`` wait for the scheduler's entrypoint check (bounded there: its
+worker's start, at most 300 s, then ``entrypoint_check_s`` for the import)."""
 
 __all__ = ["TERMINAL", "AuthError", "Client", "LyraError", "SpecError"]
 

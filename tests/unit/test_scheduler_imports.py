@@ -9,26 +9,23 @@ again at each restart the chaos tests and a real head's recovery go through.
 import subprocess
 import sys
 
+import pytest
+
 HEAVY = ("torch", "ray.train")
 
 
-def test_importing_the_scheduler_loads_neither_torch_nor_ray_train() -> None:
-    code = (
-        "import sys, lyra_ray.runtime.scheduler\n"
-        f"print(sorted(m for m in {HEAVY!r} if m in sys.modules))"
-    )
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    assert out.stdout.strip() == "[]", out.stdout
-
-
-def test_importing_the_gang_coordinator_loads_neither_torch_nor_ray_train() -> None:
-    """Every job's start creates its gang coordinator, a process of its own: importing
-    torch and Ray Train there for the backend rule cost ~2.4 s on that path
-    (``lyra_ray/train/backend_rule.py``)."""
-    code = (
-        "import sys, lyra_ray.runtime.gang\n"
-        f"print(sorted(m for m in {HEAVY!r} if m in sys.modules))"
-    )
+@pytest.mark.parametrize(
+    "module",
+    [
+        "lyra_ray.runtime.scheduler",
+        # Every job's start creates its gang coordinator, a process of its own: importing
+        # torch and Ray Train there for the backend rule cost ~2.4 s on that path
+        # (``lyra_ray/train/backend_rule.py``).
+        "lyra_ray.runtime.gang",
+    ],
+)
+def test_importing_it_loads_neither_torch_nor_ray_train(module: str) -> None:
+    code = f"import sys, {module}\nprint(sorted(m for m in {HEAVY!r} if m in sys.modules))"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]", out.stdout
 
