@@ -1,5 +1,6 @@
-"""Shared pieces of the reliability campaign (issue #17): its size, its record, and the
-checks that say "nothing lost, nothing run twice" from the step logs and audit trails.
+"""Shared pieces of the reliability campaign (issue #17): its size, its record, the
+checks that say "nothing lost, nothing run twice" from the step logs and audit trails,
+and the probes that find a run's processes and records on the live cluster to strike.
 
 ``LYRA_CHAOS=full`` selects the full campaign's sizes (``python benchmarks/chaos.py``
 sets it); without it the short version runs, as ``make test`` does. With
@@ -17,6 +18,8 @@ import sys
 from collections import defaultdict
 from pathlib import Path
 from typing import Any
+
+from tests.waiting import wait_for
 
 FULL = os.environ.get("LYRA_CHAOS", "short") == "full"
 
@@ -110,3 +113,37 @@ def train_workers(address: str) -> list[Any]:
             detail=True,
         )
     ]
+
+
+def kill_workers_of(address: str, client: Any, job_id: str) -> list[int]:
+    """SIGKILL the Train worker processes on the job's nodes (only it runs now)."""
+    nodes = {n for n, _ in client.status(job_id)["assignment"]["nodes"]}
+    victims = wait_for(
+        lambda: [w for w in train_workers(address) if w.node_id in nodes],
+        120,
+        "the job's Train workers",
+    )
+    for w in victims:
+        os.kill(w.pid, 9)
+    return [w.pid for w in victims]
+
+
+def control_record(job_id: str) -> dict[str, Any]:
+    import ray
+
+    from lyra_ray.runtime.control import get_or_create_control
+
+    rec: dict[str, Any] = ray.get(get_or_create_control().snapshot.remote()).get(job_id, {})
+    return rec
+
+
+def rank0_pid(job_id: str, generation: int) -> int | None:
+    """The pid of the gang worker running rank 0 of ``generation``, once it runs."""
+    import ray
+
+    from lyra_ray.contract.names import NAMESPACE, gang_actor_name
+
+    info = ray.get(ray.get_actor(gang_actor_name(job_id), namespace=NAMESPACE).info.remote())
+    if info["running"] != generation:
+        return None
+    return next((m["pid"] for m in info["members"] if m["rank"] == 0 and m["slot"]), None)

@@ -34,13 +34,15 @@ import pytest
 from tests.chaos.helpers import (
     check_launches,
     check_steps,
+    control_record,
+    kill_workers_of,
+    rank0_pid,
     record,
     size,
     step_lines,
-    train_workers,
 )
 from tests.ray.conftest import LiveCluster, start_cluster, stop_cluster
-from tests.ray.live_helpers import job
+from tests.ray.live_helpers import job, kill_scheduler
 from tests.waiting import wait_for
 
 pytestmark = [pytest.mark.ray, pytest.mark.timeout(1800)]
@@ -88,14 +90,6 @@ def _restarts(client: Any) -> int:
     return int(client.call("ping")["restarts"])
 
 
-def _kill_scheduler() -> None:
-    import ray
-
-    from lyra_ray.contract.names import NAMESPACE, SCHEDULER_ACTOR
-
-    ray.kill(ray.get_actor(SCHEDULER_ACTOR, namespace=NAMESPACE), no_restart=False)
-
-
 def test_killing_the_scheduler_again_and_again_loses_nothing(client: Any, tmp_path: Path) -> None:
     """Jobs arrive at random gaps; before some of the arrivals the scheduler is killed
     (that submission then meets a dead scheduler, and the client retries it) or set to
@@ -124,7 +118,7 @@ def test_killing_the_scheduler_again_and_again_loses_nothing(client: Any, tmp_pa
         before = _restarts(client)
         how = mode
         if mode == "kill":
-            _kill_scheduler()  # the arrival meets a dead scheduler: its client retries
+            kill_scheduler()  # the arrival meets a dead scheduler: its client retries
         else:
             assert client.call("inject_fault", mode)["ok"]
         ids[n] = client.submit(job(n, steps[n], logs[n], workers=1, throughput=BOTH))
@@ -132,7 +126,7 @@ def test_killing_the_scheduler_again_and_again_loses_nothing(client: Any, tmp_pa
             wait_for(lambda b=before: _restarts(client) > b, 90, f"a crash ({mode})")
         except AssertionError:
             how = f"{mode} (no cycle with actions in 90 s: killed instead)"
-            _kill_scheduler()
+            kill_scheduler()
             wait_for(lambda b=before: _restarts(client) > b, 90, "a restart")
         kills.append({"mode": how, "at_s": round(time.monotonic(), 1)})
     assert len(ids) == n_jobs, "a submission was lost"
@@ -160,19 +154,6 @@ def test_killing_the_scheduler_again_and_again_loses_nothing(client: Any, tmp_pa
     )
 
 
-def _kill_workers_of(live: LiveCluster, client: Any, job_id: str) -> list[int]:
-    """SIGKILL the Train worker processes on the job's nodes (only it runs now)."""
-    nodes = {n for n, _ in client.status(job_id)["assignment"]["nodes"]}
-    victims = wait_for(
-        lambda: [w for w in train_workers(live.address) if w.node_id in nodes],
-        120,
-        "the job's Train workers",
-    )
-    for w in victims:
-        os.kill(w.pid, 9)
-    return [w.pid for w in victims]
-
-
 def test_a_killed_train_worker_restarts_from_its_checkpoint_then_fails_past_the_limit(
     client: Any, live: LiveCluster, tmp_path: Path
 ) -> None:
@@ -193,7 +174,7 @@ def test_a_killed_train_worker_restarts_from_its_checkpoint_then_fails_past_the_
     assert st["status"] == "failed" and st["generation"] == 1, st  # no retry of a code bug
     assert "the job's code raised" in st["reason"] and "ValueError" in st["reason"], st
     wait_for(lambda: len(step_lines(log)) >= 25, 300, "the victim's progress")
-    pids = [_kill_workers_of(live, client, victim)]
+    pids = [kill_workers_of(live.address, client, victim)]
     wait_for(lambda: {g for g, _ in step_lines(log)} >= {1, 2}, 300, "generation 2 stepping")
     gen1 = [s for g, s in step_lines(log) if g == 1]
     gen2 = [s for g, s in step_lines(log) if g == 2]
@@ -201,7 +182,7 @@ def test_a_killed_train_worker_restarts_from_its_checkpoint_then_fails_past_the_
         f"generation 2 did not resume from the last checkpoint: {max(gen1)} -> {gen2[0]}"
     )
     wait_for(lambda: len([1 for g, _ in step_lines(log) if g == 2]) >= 15, 300, "progress")
-    pids.append(_kill_workers_of(live, client, victim))
+    pids.append(kill_workers_of(live.address, client, victim))
     st = client.wait(victim, timeout=300)
     assert st["status"] == "failed", st
     assert "Train worker process died" in st["reason"] and "retry limit 1" in st["reason"], st
@@ -318,27 +299,6 @@ def test_hostile_payloads_leave_the_scheduler_alive_and_unchanged(client: Any) -
     record("live_payloads", {**out.done(), "state_unchanged": True, "restarts": 0})
 
 
-def _control_record(job_id: str) -> dict[str, Any]:
-    import ray
-
-    from lyra_ray.runtime.control import get_or_create_control
-
-    rec: dict[str, Any] = ray.get(get_or_create_control().snapshot.remote()).get(job_id, {})
-    return rec
-
-
-def _rank0_pid(job_id: str, generation: int) -> int | None:
-    """The pid of the gang worker running rank 0 of ``generation``, once it runs."""
-    import ray
-
-    from lyra_ray.contract.names import NAMESPACE, gang_actor_name
-
-    info = ray.get(ray.get_actor(gang_actor_name(job_id), namespace=NAMESPACE).info.remote())
-    if info["running"] != generation:
-        return None
-    return next((m["pid"] for m in info["members"] if m["rank"] == 0 and m["slot"]), None)
-
-
 def test_a_worker_killed_during_a_resize_costs_at_most_a_checkpoint(
     live: LiveCluster, tmp_path: Path
 ) -> None:
@@ -402,25 +362,25 @@ def test_a_worker_killed_during_a_resize_costs_at_most_a_checkpoint(
         job("hold", 100_000, tmp_path / "hold.log", workers=1, throughput={"k80": 1.0})
     )
     # 1. the shrink's stop seen: rank 0 now sleeps in the checkpoint it writes
-    wait_for(lambda: _control_record(el).get("stop_seen"), 120, "the stop seen", every=0.1)
-    pid = wait_for(lambda: _rank0_pid(el, first), 30, "rank 0 of the stopping run", every=0.1)
+    wait_for(lambda: control_record(el).get("stop_seen"), 120, "the stop seen", every=0.1)
+    pid = wait_for(lambda: rank0_pid(el, first), 30, "rank 0 of the stopping run", every=0.1)
     at_kill = max(s for _, s in step_lines(log))
     os.kill(pid, 9)
     # 2. the shrunk run restores (slowly): kill its only worker before it steps
-    wait_for(lambda: _control_record(el).get("generation", 0) > first, 120, "the shrunk run")
-    shrunk = _control_record(el)["generation"]
-    pid2 = wait_for(lambda: _rank0_pid(el, shrunk), 120, "the shrunk run's worker", every=0.1)
-    wait_for(lambda: _control_record(el).get("workers"), 120, "it restoring", every=0.1)
-    assert not _control_record(el).get("first_step"), "the kill came too late"
+    wait_for(lambda: control_record(el).get("generation", 0) > first, 120, "the shrunk run")
+    shrunk = control_record(el)["generation"]
+    pid2 = wait_for(lambda: rank0_pid(el, shrunk), 120, "the shrunk run's worker", every=0.1)
+    wait_for(lambda: control_record(el).get("workers"), 120, "it restoring", every=0.1)
+    assert not control_record(el).get("first_step"), "the kill came too late"
     os.kill(pid2, 9)
     # 3. its restart restores: the hold goes, so the job grows before this run stepped
-    wait_for(lambda: _control_record(el).get("generation", 0) > shrunk, 180, "the restart")
-    restarted = _control_record(el)["generation"]
-    wait_for(lambda: _control_record(el).get("workers"), 180, "the restarted run restoring")
+    wait_for(lambda: control_record(el).get("generation", 0) > shrunk, 180, "the restart")
+    restarted = control_record(el)["generation"]
+    wait_for(lambda: control_record(el).get("workers"), 180, "the restarted run restoring")
     before = _restarts(client)
     client.cancel(hold)
-    wait_for(lambda: _control_record(el).get("stop"), 60, "the grow asked for", every=0.1)
-    _kill_scheduler()  # mid-resize: the stop asked, the next generation not yet started
+    wait_for(lambda: control_record(el).get("stop"), 60, "the grow asked for", every=0.1)
+    kill_scheduler()  # mid-resize: the stop asked, the next generation not yet started
     wait_for(lambda: _restarts(client) > before, 120, "the scheduler back")
     release(pace)
     st = client.wait(el, timeout=600)

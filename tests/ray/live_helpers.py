@@ -106,6 +106,15 @@ def replace_scheduler(live: Any, policy: str, **cfg: Any) -> Any:
     return scheduler_client(live, policy, **cfg)
 
 
+def kill_scheduler() -> None:
+    """SIGKILL the scheduler actor; Ray restarts it (a crash, not a replacement)."""
+    import ray
+
+    from lyra_ray.contract.names import NAMESPACE, SCHEDULER_ACTOR
+
+    ray.kill(ray.get_actor(SCHEDULER_ACTOR, namespace=NAMESPACE), no_restart=False)
+
+
 def actor_gone(name: str) -> bool:
     import ray
 

@@ -22,7 +22,7 @@ from typing import Any
 import pytest
 
 from tests.ray.conftest import LiveCluster
-from tests.ray.live_helpers import job, scheduler_client, wait_until
+from tests.ray.live_helpers import job, kill_scheduler, scheduler_client, wait_until
 
 pytestmark = [pytest.mark.ray, pytest.mark.timeout(600)]
 
@@ -33,14 +33,6 @@ def _address() -> str:
     import ray
 
     return str(ray.get_runtime_context().gcs_address)
-
-
-def _kill_scheduler() -> None:
-    import ray
-
-    from lyra_ray.contract.names import NAMESPACE, SCHEDULER_ACTOR
-
-    ray.kill(ray.get_actor(SCHEDULER_ACTOR, namespace=NAMESPACE), no_restart=False)
 
 
 def _cli(token: str, *args: str) -> subprocess.CompletedProcess[str]:
@@ -116,7 +108,7 @@ def test_borrow_shrink_visibility_and_a_kill(live_cluster: LiveCluster, tmp_path
 
     # the scheduler dies while A borrows; everything comes back
     restarts = int(root.call("ping")["restarts"])
-    _kill_scheduler()
+    kill_scheduler()
     wait_until(lambda: int(root.call("ping")["restarts"]) > restarts, 120, "scheduler restart")
     assert root.teams() == before
     assert {t["name"]: t["members"] for t in root.teams()}["a"] == ["alice", "carol"]

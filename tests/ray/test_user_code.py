@@ -24,7 +24,6 @@
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 import subprocess
 import sys
@@ -46,32 +45,22 @@ from tests.ray.live_helpers import (
     step_counts,
     wait_until,
 )
+from tests.ray.user_code_files import (
+    BAD_MODULES,
+    RAY_API_TRAIN,
+    USER_JOBS_TRAIN,
+    USER_TRAIN,
+    WRAPPED_TRAIN,
+    api_runs,
+    logged_steps,
+    step_counts_by_gen,
+)
 
 pytestmark = [pytest.mark.ray, pytest.mark.timeout(600)]
 
 RAY = str(Path(sys.executable).with_name("ray"))
 ROOT = Path(__file__).resolve().parents[2]
 CKPT = 20
-
-USER_TRAIN = '''
-"""A user's training function: it lives only in this directory."""
-import time
-
-from lyra_ray.train import StepLoop
-
-
-def train_loop(config):
-    loop = StepLoop(config)
-    state = loop.restore() or {"seen": 0}
-    seen = state["seen"]
-    for step in loop.steps(lambda: {"seen": seen}):
-        seen += 1
-        time.sleep(config["step_sleep_s"])
-        if loop.rank == 0:
-            with open(config["step_log"], "a") as f:
-                f.write(f"{loop.generation} {step}\\n")
-    assert loop.stopped or seen == loop.total_steps, (seen, loop.total_steps)
-'''
 
 
 @pytest.fixture(scope="module")
@@ -109,25 +98,6 @@ def _driver(live: LiveCluster, workdir: Path, spec: Path, *extra: str) -> list[s
         spec.name,
         "--wait",
     ]
-
-
-WRAPPED_TRAIN = '''
-"""A user's decorated entrypoint: the decorator does not copy the signature, so the
-function lyra is given is ``train(*args, **kwargs)``."""
-from lyra_ray.jobs.train_example import train_loop as example_loop
-
-
-def traced(fn):
-    def wrapper(*args, **kwargs):
-        return fn(*args, **kwargs)
-
-    return wrapper
-
-
-@traced
-def train(config):
-    return example_loop(config)
-'''
 
 
 def _user_dir(
@@ -229,62 +199,6 @@ def test_user_code_from_a_working_dir_survives_a_preemption_and_a_resize(
     assert st["ray_job"] and st["ray_job"] in out and jid in out, (st, out)
 
 
-RAY_API_TRAIN = '''
-"""A user's loop written against Ray Train's own API: its ranks from Ray Train's context,
-its own gloo all-reduce every step, its own checkpoint reported with ray.train.report and
-read back with ray.train.get_checkpoint(). StepLoop only says when to stop and counts."""
-import json
-import os
-import tempfile
-import time
-
-import ray.train
-import torch
-import torch.distributed as dist
-
-from lyra_ray.train import StepLoop
-
-
-def train_loop(config):
-    ctx = ray.train.get_context()
-    world, rank = ctx.get_world_size(), ctx.get_world_rank()
-    assert dist.is_initialized() and dist.get_backend() == "gloo", "no gloo process group"
-    assert (dist.get_world_size(), dist.get_rank()) == (world, rank)
-    loop = StepLoop(config)
-    loop.restore()  # lyra's step count (its own checkpoint, or the hint it passes)
-    assert (loop.world, loop.rank) == (world, rank)
-    mine = {"step": 0, "rank_sum": 0.0}
-    handed = ray.train.get_checkpoint()  # the last one reported: the user's own
-    if handed is not None:
-        with handed.as_directory() as d:
-            if os.path.exists(os.path.join(d, "mine.json")):
-                with open(os.path.join(d, "mine.json")) as f:
-                    mine = json.load(f)
-    if rank == 0:
-        with open(config["api_log"], "a") as f:
-            f.write(json.dumps({"generation": loop.generation, "world": world,
-                                "lyra_step": loop.step, "handed": mine}) + "\\n")
-    for step in loop.steps(lambda: {}):
-        t = torch.tensor([float(rank + 1)])
-        dist.all_reduce(t)  # every rank of this generation takes part
-        assert t.item() == world * (world + 1) / 2, (t.item(), world)
-        mine = {"step": step + 1, "rank_sum": mine["rank_sum"] + t.item()}
-        if not os.path.exists(config["pace_file"]):  # the test's: released, no pause
-            time.sleep(config["step_sleep_s"])
-        if rank == 0:
-            with open(config["step_log"], "a") as f:
-                f.write(f"{loop.generation} {step}\\n")
-    # after StepLoop's own checkpoint: the user's is the one reported last
-    with tempfile.TemporaryDirectory() as tmp:
-        ckpt = None
-        if rank == 0:
-            with open(os.path.join(tmp, "mine.json"), "w") as f:
-                json.dump(mine, f)
-            ckpt = ray.train.Checkpoint.from_directory(tmp)
-        ray.train.report({"rank_sum": mine["rank_sum"]}, checkpoint=ckpt)
-'''
-
-
 @pytest.fixture(params=["warm", "ray_train"])
 def executor_client(request: Any, client: Any, live: LiveCluster) -> Iterator[Any]:
     """The module's scheduler (the default executor, ``warm``), or one on the
@@ -353,15 +267,15 @@ def test_ray_train_api_in_user_code_across_a_shrink_and_a_grow(
         hold = client.submit(job("api-hold", 100_000, tmp_path / "hold.log", workers=1))
 
         def stepped_alone() -> bool:
-            ones = {r["generation"] for r in _api_runs(api) if r["world"] == 1}
-            return sum(1 for g, _ in _logged(log) if g in ones) >= 10
+            ones = {r["generation"] for r in api_runs(api) if r["world"] == 1}
+            return sum(1 for g, _ in logged_steps(log) if g in ones) >= 10
 
         wait_until(stepped_alone, 300, "10 steps on one worker")
         client.cancel(hold)
 
         def stepped_grown_back() -> bool:
-            runs = _api_runs(api)
-            return len(runs) >= 3 and any(g == runs[2]["generation"] for g, _ in _logged(log))
+            runs = api_runs(api)
+            return len(runs) >= 3 and any(g == runs[2]["generation"] for g, _ in logged_steps(log))
 
         wait_until(stepped_grown_back, 300, "stepping on 2 again")
         release(pace)  # every size seen: the rest of its steps without pause
@@ -371,7 +285,7 @@ def test_ray_train_api_in_user_code_across_a_shrink_and_a_grow(
     assert st["status"] == "finished" and st["steps_done"] == total, st
     assert st["num_resizes"] >= 2, st
     assert_every_step_once(log, total, slack=CKPT)
-    runs = _api_runs(api)
+    runs = api_runs(api)
     sizes = [(g, a["workers"]) for _t, j, g, a in client.call("launches") if j == jid]
     # no extra generation: a run whose loop reported last without StepLoop's step still
     # ends "completed" (its step read from the checkpoints)
@@ -379,42 +293,12 @@ def test_ray_train_api_in_user_code_across_a_shrink_and_a_grow(
     assert [r["world"] for r in runs] == [2, 1, 2], runs  # as the loop itself saw them
     assert runs[0]["handed"]["step"] == 0 and runs[0]["lyra_step"] == 0
     world_of = {r["generation"]: r["world"] for r in runs}
-    logged = _logged(log)
+    logged = logged_steps(log)
     for r in runs[1:]:  # every resumed generation got the user's own checkpoint back ...
         assert r["lyra_step"] > 0 and r["handed"]["step"] == r["lyra_step"], runs
         # ... holding the all-reduced rank sums of every step before it, at each size
         want = sum(world_of[g] * (world_of[g] + 1) / 2 for g, _ in logged if g < r["generation"])
         assert r["handed"]["rank_sum"] == want, (r, want)
-
-
-def _api_runs(api: Path) -> list[dict[str, Any]]:
-    """What each run of the Ray-API loop saw at its start (rank 0's lines)."""
-    if not api.exists():
-        return []
-    return [json.loads(line) for line in api.read_text().splitlines() if line.strip()]
-
-
-def _logged(log: Path) -> list[tuple[int, int]]:
-    """(generation, step) of every logged step."""
-    if not log.exists():
-        return []
-    return [(int(a), int(b)) for a, b in (ln.split() for ln in log.read_text().splitlines() if ln)]
-
-
-def step_counts_by_gen(log: Path) -> list[int]:
-    """The generation of every logged step."""
-    if not log.exists():
-        return []
-    return [int(ln.split()[0]) for ln in log.read_text().splitlines() if ln.strip()]
-
-
-BAD_MODULES = {
-    "raises": ("raise RuntimeError('no GPU driver here')\n", "no GPU driver here"),
-    "exits": ("import sys\nsys.exit(3)\n", "SystemExit: 3"),
-    "hangs": ("import time\ntime.sleep(10**6)\n", "did not finish within 15 s"),
-    # imports fine, but Ray Train would refuse to call it (#42, item 2)
-    "signature": ("def train_loop(config, data):\n    pass\n", "2 required positional"),
-}
 
 
 @pytest.mark.parametrize("kind", sorted(BAD_MODULES))
@@ -482,22 +366,6 @@ def test_stopping_the_ray_job_cancels_the_lyra_job(
         timeout=60,
     ).stdout
     assert f"lyra job {row['id']} submitted by Ray job {sid}" in logs, logs
-
-
-USER_JOBS_TRAIN = """
-import lyra_ray.policies.base
-import policies.mine
-from lyra_ray.train import StepLoop
-
-
-def train_loop(config):
-    loop = StepLoop(config)
-    for step in loop.steps(lambda: {}):
-        if loop.rank == 0:
-            with open(config["step_log"], "a") as f:
-                f.write(f"{loop.generation} {step} {policies.mine.MARK} "
-                        f"{policies.__file__} {lyra_ray.policies.base.__file__}\\n")
-"""
 
 
 def test_a_working_dir_with_its_own_jobs_and_policies_packages(client: Any, tmp_path: Path) -> None:
