@@ -113,6 +113,9 @@ class MoEServiceIngress:
         self._plan_lock: asyncio.Lock | None = None
         self._planned_for: dict[str, tuple[str, int]] | None = None
         self._phase2: asyncio.Task[None] | None = None
+        self.measured: dict[str, Any] | None = None
+        """The first device's expert timings the cost model was fitted to (None: emulated
+        calls, or not profiled yet); reported in the plan so a plan can be explained."""
         self._threads = concurrent.futures.ThreadPoolExecutor(64, "moe-request")
         """Each request's forward runs in a thread of its own (it waits on its devices)."""
 
@@ -125,6 +128,8 @@ class MoEServiceIngress:
         where = f"measured on device {dev.index} of {dev.node[:12]}"
         roof = host_roofline(m.dim, m.inter, one, PROFILE_TOKENS, many, where)
         self.loads.cost = ExpertCost(m.dim, m.inter, gpu="host", constants=roof)
+        us = [one * 1e6, many * 1e6]
+        self.measured = {"where": where, "tokens": [1, PROFILE_TOKENS], "us": us}
         log.info(
             "%s: expert time %s: %.0f us at 1 token, %.0f us at %d",
             self.service,
@@ -182,6 +187,7 @@ class MoEServiceIngress:
             "expert_shape": [m.dim, m.inter],
             "calibration_error": round(self.calibration_error, 4),
             "expert_time": None if self.loads.cost is None else self.loads.cost.gpu,
+            "expert_time_measured": self.measured,
         }
         return {
             **now,
