@@ -109,7 +109,11 @@ class SchedulerViews:
                 "next_round_s": self.core.next_round_s,
                 "now": self.core.now,
             }
-            return {"nodes": nodes, "jobs": jobs, "serving": serving, "rounds": rounds}
+        moe = [svc for svc in serving["services"] if svc["model"] == "moe"]
+        plans = self.serving.plans([svc["name"] for svc in moe])  # outside the lock
+        for svc in moe:
+            svc["plan"] = plans[svc["name"]]
+        return {"nodes": nodes, "jobs": jobs, "serving": serving, "rounds": rounds}
 
     def nodes(self, auth: str | None = None) -> list[dict[str, Any]]:
         self.users.identify(auth)

@@ -1,16 +1,24 @@
 """What ``lyra status`` and the operator's page show of the serving pool.
 
-Reads :class:`~lyra_ray.runtime.serving.ServingPool` and Serve; owns nothing. Apart
-from the pool because it is the one place that counts replicas the way a person reads
-them (a user's copy counts its GPU deployments only) and asks each MoE ingress for its
-plan: neither is needed to lend or reclaim a server.
+Reads :class:`~lyra_ray.runtime.serving.ServingPool`; owns nothing. Apart from the pool
+because it is the one place that counts replicas the way a person reads them (a user's
+copy counts its GPU deployments only) and asks each MoE ingress for its plan: neither is
+needed to lend or reclaim a server.
+
+WHY no remote call in :func:`describe_pool`: the scheduler calls it under its lock. It
+used to ask Serve's controller for the applications' status and each MoE ingress for its
+plan there (the latter with a 30-s timeout), so every ``lyra status``, page refresh or
+SDK ``overview()`` held the scheduling loop for two round trips to the busiest actors of
+an overloaded host; the serving tests poll it several times a second. Under a one-core
+CPU hog, Serve's controller found the ingresses and the HTTP proxy answering its health
+checks more than 30 s late and replaced them mid-traffic (2026-12-01). The counts now
+come from the status the pool's own poll read (one cycle old at most), and the plans,
+fetched by :func:`moe_plans`, are asked for after the lock is released.
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
-
-from ray import serve
 
 from lyra_ray.runtime.server_loans import SERVING
 from lyra_ray.serving import apps
@@ -42,7 +50,9 @@ def _replica_counts(pool: ServingPool, name: str, status: Any) -> tuple[int, int
 
 
 def describe_pool(pool: ServingPool) -> dict[str, Any]:
-    status = serve.status().applications if pool.services else {}
+    """The pool as ``lyra status`` shows it, from what the pool holds (no remote call;
+    a MoE service's ``plan`` is left to :func:`moe_plans`)."""
+    status = pool.last_status
     services = []
     for name, spec in sorted(pool.services.items()):
         replicas, ready = _replica_counts(pool, name, status)
@@ -60,7 +70,6 @@ def describe_pool(pool: ServingPool) -> dict[str, Any]:
                     for k, v in pool.demand.last_stats.get(name, {}).items()
                     if k in ("completed", "failed", "ongoing_avg", "ongoing")
                 },
-                **({"plan": pool.routes.plan(name)} if spec.model == "moe" else {}),
                 **(
                     {"import_path": spec.app.import_path, "ingress": shape.ingress}
                     if spec.app is not None and shape is not None
@@ -78,3 +87,9 @@ def describe_pool(pool: ServingPool) -> dict[str, Any]:
         "reclaims": pool.loans.reclaims[-RECENT:],
         "lends": pool.loans.lends[-RECENT:],
     }
+
+
+def moe_plans(pool: ServingPool, names: list[str]) -> dict[str, dict[str, Any]]:
+    """Each named MoE service's expert plan, as its ingress holds it ({} while it starts).
+    Remote calls: not to be made under the scheduler's lock."""
+    return {name: pool.routes.plan(name) for name in names}

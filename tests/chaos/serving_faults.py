@@ -23,22 +23,31 @@ SETTLED = ("serving", "lent")
 """Server states a settled pool holds (draining and reclaiming are on the way)."""
 
 
-def serving_servers(client: Any) -> set[str]:
-    view = client.overview()
+View = dict[str, Any]
+"""One ``client.overview()``. WHY the helpers take one: a wait's poll used to ask the
+scheduler for it four times (three in :func:`full`, one in :func:`disagreements`), four
+times a second in :func:`wait_recovered`, and each asks Serve's controller and the MoE
+ingress too: load that the tests put on the very actors whose recovery they time. A
+poll now reads it once (:func:`settled`)."""
+
+
+def serving_servers(client: Any, view: View | None = None) -> set[str]:
+    view = view or client.overview()
     return {n["id"] for n in view["nodes"] if n["pool"] == "inference" and n["state"] == "serving"}
 
 
-def server_states(client: Any) -> dict[str, str]:
-    view = client.overview()
+def server_states(client: Any, view: View | None = None) -> dict[str, str]:
+    view = view or client.overview()
     return {n["id"]: n["state"] for n in view["nodes"] if n["pool"] == "inference"}
 
 
-def service(client: Any, name: str) -> dict[str, Any]:
-    (svc,) = [s for s in client.overview()["serving"]["services"] if s["name"] == name]
+def service(client: Any, name: str, view: View | None = None) -> dict[str, Any]:
+    view = view or client.overview()
+    (svc,) = [s for s in view["serving"]["services"] if s["name"] == name]
     return dict(svc)
 
 
-def disagreements(client: Any) -> list[str]:
+def disagreements(client: Any, view: View | None = None) -> list[str]:
     """Where the scheduler's pool and Ray Serve differ (empty: they agree).
 
     The scheduler's side: its servers and their states (``lyra status``). Serve's side:
@@ -51,7 +60,7 @@ def disagreements(client: Any) -> list[str]:
 
     from lyra_ray.serving.apps import backend_app_name, ingress_app_name
 
-    states = server_states(client)
+    states = server_states(client, view)
     serving = {n for n, st in states.items() if st == "serving"}
     apps = serve.status().applications
     out = [f"server {n[:12]} still {st}" for n, st in states.items() if st not in SETTLED]
@@ -79,24 +88,35 @@ def disagreements(client: Any) -> list[str]:
     return out
 
 
-def ready(client: Any) -> dict[str, int]:
+def ready(client: Any, view: View | None = None) -> dict[str, int]:
     """Ready (GPU) replicas per service, as the scheduler reports them."""
-    return {name: int(service(client, name)["ready"]) for name in SERVICES}
+    view = view or client.overview()
+    return {name: int(service(client, name, view)["ready"]) for name in SERVICES}
 
 
-def full(client: Any) -> bool:
+def full(client: Any, view: View | None = None) -> bool:
     """Every serving server's replicas ready: one of each service per server here."""
-    n = len(serving_servers(client))
-    return n > 0 and ready(client) == {name: n for name in SERVICES}
+    view = view or client.overview()
+    n = len(serving_servers(client, view))
+    return n > 0 and ready(client, view) == {name: n for name in SERVICES}
 
 
-def wait_recovered(client: Any, want: Callable[[], bool], t0: float, timeout: float) -> float:
-    """Seconds from ``t0`` until ``want()`` and the two views agree."""
+def settled(client: Any) -> bool:
+    """Every serving server's replicas ready and the two views agreeing, from one
+    overview."""
+    view = client.overview()
+    return full(client, view) and not disagreements(client, view)
+
+
+def wait_recovered(client: Any, want: Callable[[View], bool], t0: float, timeout: float) -> float:
+    """Seconds from ``t0`` until ``want(view)`` and the two views agree (one overview a
+    poll, passed to ``want``)."""
     last: list[str] = []
 
     def ok() -> bool:
         nonlocal last
-        last = disagreements(client) if want() else ["capacity not back yet"]
+        view = client.overview()
+        last = disagreements(client, view) if want(view) else ["capacity not back yet"]
         return not last
 
     try:

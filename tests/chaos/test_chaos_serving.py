@@ -47,11 +47,13 @@ import pytest
 from tests.chaos.helpers import record, size
 from tests.chaos.serving_faults import (
     Traffic,
+    View,
     disagreements,
     full,
     replica_pids,
     server_states,
     serving_servers,
+    settled,
     sigkill,
     wait_recovered,
 )
@@ -138,7 +140,7 @@ def urls(client: Any, app_dir: Path) -> dict[str, str]:
 def _steady(client: Any, traffic: Traffic, rates: dict[str, float]) -> None:
     """Traffic at ``rates`` and the pool settled (views agree, every replica ready)."""
     traffic.set_rates(rates)
-    wait_for(lambda: full(client) and not disagreements(client), 240, "the pool settled")
+    wait_for(lambda: settled(client), 240, "the pool settled")
 
 
 def _report(name: str, fault: dict[str, Any], recovered_s: float, result: Any) -> None:
@@ -194,9 +196,9 @@ def test_a_replica_killed_mid_stream_errs_its_client_and_resends_no_post(
         victim = _stream_and_kill(urls["user"])
         pid = victim["pid"]
 
-        def replaced() -> bool:  # a new replica in its place, and the scheduler counts it
+        def replaced(view: View) -> bool:  # a new replica in its place, counted
             now = _model_pids()
-            return pid not in now and bool(now - replicas) and full(client)
+            return pid not in now and bool(now - replicas) and full(client, view)
 
         took = wait_recovered(client, replaced, t0, 180)
         during = traffic.stop()
@@ -239,9 +241,9 @@ def test_a_killed_ingress_is_told_its_servers_again(
         t0 = time.monotonic()
         pid = sigkill(victim)
 
-        def replaced() -> bool:
+        def replaced(view: View) -> bool:
             now = replica_pids(USER_INGRESS)
-            return pid not in now and bool(now) and full(client)
+            return pid not in now and bool(now) and full(client, view)
 
         took = wait_recovered(client, replaced, t0, 180)
         during = traffic.stop()
@@ -277,7 +279,9 @@ def test_killing_the_scheduler_mid_reclaim_loses_no_request(
         t0 = time.monotonic()
         ray.kill(ray.get_actor(SCHEDULER_ACTOR, namespace=NAMESPACE), no_restart=False)
         wait_for(lambda: int(client.call("ping")["restarts"]) > restarts, 120, "a restart")
-        took = wait_recovered(client, lambda: server_states(client)[lent] == "serving", t0, 180)
+        took = wait_recovered(
+            client, lambda view: server_states(client, view)[lent] == "serving", t0, 180
+        )
         time.sleep(SETTLE_S)
     finally:
         result = traffic.stop()
@@ -301,7 +305,7 @@ def test_a_restarted_scheduler_deploys_again_what_serve_lost(
     from lyra_ray.contract.names import NAMESPACE, SCHEDULER_ACTOR
     from lyra_ray.serving.names import backend_app_name, ingress_app_name
 
-    wait_for(lambda: full(client) and not disagreements(client), 240, "the pool settled")
+    wait_for(lambda: settled(client), 240, "the pool settled")
     (server, *_) = sorted(serving_servers(client))
     restarts = int(client.call("ping")["restarts"])
     scheduler = ray.get_actor(SCHEDULER_ACTOR, namespace=NAMESPACE)
@@ -315,13 +319,12 @@ def test_a_restarted_scheduler_deploys_again_what_serve_lost(
     wait_for(lambda: int(client.call("ping")["restarts"]) > restarts, 120, "a restart")
     assert client.call("ping")["restored"]["services_dropped"] == {}
 
-    def back() -> bool:
+    def back(view: View) -> bool:
         apps = serve.status().applications
         return (
             ingress_app_name("user") in apps
             and backend_app_name("user", server) in apps
-            and full(client)
-            and not disagreements(client)
+            and full(client, view)
         )
 
     took = wait_recovered(client, back, t0, 240)
@@ -348,10 +351,10 @@ def test_a_lost_server_is_replaced_by_the_lent_one(
         live.cluster.remove_node(live.nodes.pop(victim), allow_graceful=False)  # SIGKILL
         took = wait_recovered(
             client,
-            lambda: (
-                victim not in server_states(client)
-                and len(serving_servers(client)) >= len(before)
-                and full(client)
+            lambda view: (
+                victim not in server_states(client, view)
+                and len(serving_servers(client, view)) >= len(before)
+                and full(client, view)
             ),
             t0,
             240,
