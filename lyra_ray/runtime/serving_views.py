@@ -8,12 +8,12 @@ needed to lend or reclaim a server.
 WHY no remote call in :func:`describe_pool`: the scheduler calls it under its lock. It
 used to ask Serve's controller for the applications' status and each MoE ingress for its
 plan there (the latter with a 30-s timeout), so every ``lyra status``, page refresh or
-SDK ``overview()`` held the scheduling loop for two round trips to the busiest actors of
-an overloaded host; the serving tests poll it several times a second. Under a one-core
-CPU hog, Serve's controller found the ingresses and the HTTP proxy answering its health
-checks more than 30 s late and replaced them mid-traffic (2026-12-01). The counts now
-come from the status the pool's own poll read (one cycle old at most), and the plans,
-fetched by :func:`moe_plans`, are asked for after the lock is released.
+SDK ``overview()`` held the scheduling loop for two round trips, to actors that answer
+late exactly when the host is overloaded: tracing serving faults under a one-core CPU
+hog (2026-12-01), Serve's controller found the ingresses answering its health checks
+more than 30 s late. The counts now come from the status the pool's own poll read (one
+cycle old at most), and the plans, fetched by :func:`moe_plans`, are asked for after
+the lock is released.
 """
 
 from __future__ import annotations
