@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 import ray
 
 from lyra_ray.model.errors import InputError
+from lyra_ray.runtime.serving_views import moe_plans
 from lyra_ray.serving.spec import parse_service_spec
 
 if TYPE_CHECKING:
@@ -110,7 +111,7 @@ class SchedulerViews:
                 "now": self.core.now,
             }
         moe = [svc for svc in serving["services"] if svc["model"] == "moe"]
-        plans = self.serving.plans([svc["name"] for svc in moe])  # outside the lock
+        plans = moe_plans(self.serving, [svc["name"] for svc in moe])  # outside the lock
         for svc in moe:
             svc["plan"] = plans[svc["name"]]
         return {"nodes": nodes, "jobs": jobs, "serving": serving, "rounds": rounds}

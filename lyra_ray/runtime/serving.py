@@ -38,7 +38,7 @@ from lyra_ray.runtime.pool_demand import PoolDemand
 from lyra_ray.runtime.serve_proxy import ServeProxy
 from lyra_ray.runtime.server_loans import DRAINING, RECLAIMING, SERVING, ServerLoans
 from lyra_ray.runtime.service_copies import CopyDeployer, deploy_unblocked
-from lyra_ray.runtime.serving_views import describe_pool, moe_plans
+from lyra_ray.runtime.serving_views import describe_pool
 from lyra_ray.serving import apps
 from lyra_ray.serving.capacity import check_joins, counts_on, gpu_replicas_on
 from lyra_ray.serving.copy_plan import AppShape, deploy_note
@@ -395,7 +395,3 @@ class ServingPool:
         """What ``lyra status`` and the operator's page show of serving (no remote call:
         see :mod:`lyra_ray.runtime.serving_views`)."""
         return describe_pool(self)
-
-    def plans(self, names: list[str]) -> dict[str, dict[str, Any]]:
-        """The named MoE services' plans, from their ingresses (remote calls)."""
-        return moe_plans(self, names)
