@@ -45,6 +45,32 @@ def test_a_reclaim_while_draining_serves_at_once_unless_copies_are_being_deleted
     assert not loans.reclaim("b", 4.0) and loans.state["b"] == RECLAIMING
 
 
+def test_a_drain_cut_short_while_deleting_leaves_the_next_drain_a_fresh_start() -> None:
+    """Its copies were being deleted when the reclaim came; once they serve again, the
+    next lend must drain anew (wait for requests, then delete), and a reclaim of that
+    drain before any delete routes at once. WHY: a stale ``deleting`` once made every
+    later drain wait for copies nobody deleted (CI, 2026-12-01)."""
+    loans = ServerLoans()
+    loans.joined("a")
+    loans.lend("a", 1.0, lambda: True)
+    loans.deleting_copies("a")
+    assert not loans.reclaim("a", 2.0) and loans.state["a"] == RECLAIMING
+    assert "a" not in loans.deleting
+    loans.reclaimed("a", 3.0, rise_at=None)
+    assert loans.lend("a", 4.0, lambda: True) and loans.state["a"] == DRAINING
+    assert "a" not in loans.deleting  # the pool waits for requests, then deletes
+    assert loans.reclaim("a", 5.0) and loans.state["a"] == SERVING
+
+
+def test_a_server_that_leaves_mid_delete_comes_back_with_no_delete_under_way() -> None:
+    loans = ServerLoans()
+    loans.joined("a")
+    loans.lend("a", 1.0, lambda: True)
+    loans.deleting_copies("a")
+    loans.left("a")
+    assert "a" not in loans.deleting and loans.joined("a") and loans.state["a"] == SERVING
+
+
 def test_a_lend_of_a_reclaiming_server_whose_copies_never_came_back_lends_at_once() -> None:
     loans = ServerLoans()
     loans.joined("a")
