@@ -13,7 +13,7 @@ import json
 import logging
 import os
 import sys
-from collections.abc import Iterator, Mapping, MutableMapping
+from collections.abc import Iterator, Mapping
 from typing import Any, TextIO
 
 VERBOSE_ENV = "LYRA_VERBOSE"
@@ -21,6 +21,17 @@ STARTUP_CONCURRENCY = "8"
 """Worker processes a raylet may start at once. Ray's default is the node's CPU count
 (1 on our heads), and it warns on every driver as soon as four times that many start
 together, which a Serve deployment or a Train run on a small node does routinely."""
+PROXY_READY_CHECK_S = "30"
+"""How long Serve's controller waits for a new HTTP proxy to say it is ready, per check
+(three checks, then it kills the proxy and starts another; Serve's default is 5 s).
+WHY: a proxy is a fresh worker process that imports Serve's HTTP stack; on a small busy
+host (two cores, one hogged, a second live test module beside it) it was not up within
+three 5-s checks, the controller killed it, and its successor fared no better in 120 s,
+so ``lyra moe serve`` found no proxy (docs/testing.md, 2026-12-01). A slow start is
+waited for; a proxy that started and then hangs is still found by the health checks."""
+NODE_DEFAULTS = {"RAY_SERVE_PROXY_READY_CHECK_TIMEOUT_S": PROXY_READY_CHECK_S}
+"""What lyra sets in the environment of every Ray node it starts (embedded, ``lyra up``,
+a host cluster), unless the caller's own environment sets it."""
 
 _LOGGERS = ("ray", "ray.serve", "ray.train", "ray.tune", "ray.data")
 
@@ -77,17 +88,23 @@ def _job_driver_without_env_config() -> bool:
 
 
 def node_env(env: Mapping[str, str] | None = None) -> dict[str, str]:
-    """The environment for a Ray node this process starts (``ray start``, or a
-    ``cluster_utils`` node): the raylet's startup concurrency raised unless set."""
+    """The whole environment for a node of ``lyra up --local`` (``ray start``): ``env``
+    (default: this process's) with :data:`NODE_DEFAULTS` and the raylet's startup
+    concurrency raised, where it sets none. The concurrency only there, as before: the
+    embedded and host clusters keep Ray's own, which the suite's timings were measured
+    with."""
     out = dict(os.environ if env is None else env)
     out.setdefault("RAY_worker_maximum_startup_concurrency", STARTUP_CONCURRENCY)
+    for k, v in NODE_DEFAULTS.items():
+        out.setdefault(k, v)
     return out
 
 
-def quiet_nodes(environ: MutableMapping[str, str] | None = None) -> None:
-    """For clusters started in this process (``cluster_utils``): nodes inherit this."""
-    target = os.environ if environ is None else environ
-    target.setdefault("RAY_worker_maximum_startup_concurrency", STARTUP_CONCURRENCY)
+def node_env_vars(env: Mapping[str, str] | None = None) -> dict[str, str]:
+    """What a ``cluster_utils`` node's ``env_vars`` (added to the inherited environment)
+    needs: the :data:`NODE_DEFAULTS` that ``env`` (default: this process's) lacks."""
+    have = os.environ if env is None else env
+    return {k: v for k, v in NODE_DEFAULTS.items() if k not in have}
 
 
 @contextlib.contextmanager

@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
 
+from lyra_ray.client.quiet import node_env_vars
 from lyra_ray.ops.ports import free_port
 
 log = logging.getLogger(__name__)
@@ -85,7 +86,10 @@ class EmbeddedCluster:
                 resources={f"accelerator_type:{gpu.upper()}": 1},
                 labels={"gpu-type": gpu, "pool": pool},
                 dashboard_agent_listen_port=free_port(),
-                env_vars={"RAY_SERVE_WORKER_PROXY_HTTP_PORT": str(self.worker_proxy_port)},
+                env_vars={
+                    **node_env_vars(),
+                    "RAY_SERVE_WORKER_PROXY_HTTP_PORT": str(self.worker_proxy_port),
+                },
             )
             try:
                 _agent_serving(self.cluster, node)
@@ -298,6 +302,7 @@ def _start_head(cluster_cls: Any) -> tuple[Any, int]:
                 "dashboard_port": dash,
                 "dashboard_agent_listen_port": free_port(),
                 "labels": {"pool": "head"},
+                "env_vars": node_env_vars(),  # Serve's controller runs here
             },
         )
         try:

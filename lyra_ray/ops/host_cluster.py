@@ -37,6 +37,7 @@ from typing import Any
 
 import yaml
 
+from lyra_ray.client.quiet import node_env_vars
 from lyra_ray.model.errors import InputError
 from lyra_ray.ops.autoscaling_config import (
     HostFit,
@@ -139,6 +140,7 @@ class HostCluster:
         env["PYTHONPATH"] = os.pathsep.join([str(ROOT), *filter(None, [env.get("PYTHONPATH")])])
         env["RAY_AUTH_MODE"] = self.auth_mode
         env.setdefault("RAY_USAGE_STATS_ENABLED", "0")
+        env.update(node_env_vars(env))
         env["RAY_GRACEFUL_SHUTDOWN_DRAIN_TIMEOUT_S"] = "2"
         env["RAY_gcs_rpc_server_reconnect_timeout_s"] = str(RECONNECT_S)
         env["RAY_SERVE_WORKER_PROXY_HTTP_PORT"] = str(self.serve_proxy_port)

@@ -34,11 +34,13 @@ def start_serve(host: str, port: int, ready_s: float = 120.0) -> tuple[str, int]
     running (a restarted scheduler's, or one a user started): where its proxy listens.
 
     WHY a second try: ``serve.start`` waits on the first proxy actor the controller made,
-    and the controller replaces a proxy not ready within Serve's ready check (5 s): on a
-    loaded host the proxy's process had not even started, was killed, and
-    ``serve.start`` raised ``ActorDiedError`` (found under a one-core CPU hog) while
-    Serve itself was up. The second call adopts that Serve; this then waits, up to
-    ``ready_s``, until the replacement proxy answers its health check."""
+    and the controller replaces a proxy not ready within three of Serve's ready checks
+    (5 s each by default): on a loaded host the proxy's process had not even started, was
+    killed, and ``serve.start`` raised ``ActorDiedError`` (found under a one-core CPU hog)
+    while Serve itself was up. The second call adopts that Serve; this then waits, up to
+    ``ready_s``, until the replacement proxy answers its health check. The clusters lyra
+    starts give each check 30 s (``client/quiet.py: NODE_DEFAULTS``), so that a slow
+    start is waited for rather than replaced again and again."""
     options: dict[str, Any] = {
         "proxy_location": PROXY_LOCATION,
         "http_options": {"host": host, "port": port},

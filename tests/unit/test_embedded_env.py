@@ -32,12 +32,15 @@ def _agents_serve(monkeypatch: pytest.MonkeyPatch) -> None:
 class FakeCluster:
     address = "127.0.0.1:6399"
 
-    def __init__(self, **_: Any) -> None:
+    def __init__(self, **kw: Any) -> None:
         self.env_at_head = dict(os.environ)
+        self.head_env_vars = dict(kw.get("head_node_args", {}).get("env_vars") or {})
         self.env_at_nodes: list[dict[str, str]] = []
+        self.node_env_vars: list[dict[str, str]] = []
 
-    def add_node(self, **_: Any) -> Any:
+    def add_node(self, **kw: Any) -> Any:
         self.env_at_nodes.append(dict(os.environ))
+        self.node_env_vars.append(dict(kw.get("env_vars") or {}))
         return type("Node", (), {"node_id": f"n{len(self.env_at_nodes)}"})()
 
     def wait_for_nodes(self) -> None:
@@ -154,3 +157,43 @@ def test_shutdown_keeps_the_workdir_it_was_given(
     (live.workdir / "ckpt" / "model.pt").write_bytes(b"x" * 1024)
     live.shutdown()
     assert (live.workdir / "ckpt" / "model.pt").read_bytes() == b"x" * 1024
+
+
+def test_every_node_gets_lyras_node_defaults_unless_the_caller_set_them(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """Serve's controller (on the head) gives a new HTTP proxy
+    ``PROXY_READY_CHECK_S`` a check, not Serve's 5 s: under load a proxy still starting
+    was killed three checks in, again and again (``client/quiet.py``). A value the
+    caller's environment sets is theirs: the node inherits it, lyra adds nothing."""
+    from lyra_ray.client.quiet import NODE_DEFAULTS, PROXY_READY_CHECK_S
+
+    for var in ("RAY_TMPDIR", "PYTHONPATH", "RAY_ADDRESS"):
+        monkeypatch.setenv(var, os.environ.get(var, ""))
+    for var in NODE_DEFAULTS:
+        monkeypatch.delenv(var, raising=False)
+    monkeypatch.setattr(ray.cluster_utils, "Cluster", FakeCluster)
+    monkeypatch.setattr(ray, "init", lambda **_: None)
+    live = embedded.start_embedded(inference=[("t4", 2)], workdir=tmp_path)
+    fake = live.cluster
+    ready = "RAY_SERVE_PROXY_READY_CHECK_TIMEOUT_S"
+    assert fake.head_env_vars[ready] == PROXY_READY_CHECK_S
+    (node,) = fake.node_env_vars
+    assert node[ready] == PROXY_READY_CHECK_S and "RAY_SERVE_WORKER_PROXY_HTTP_PORT" in node
+    live.shutdown()
+
+    monkeypatch.setenv(ready, "7")
+    live = embedded.start_embedded(inference=[("t4", 2)], workdir=tmp_path)
+    assert ready not in live.cluster.head_env_vars  # inherited as the caller set it
+    assert ready not in live.cluster.node_env_vars[0]
+    live.shutdown()
+
+
+def test_a_ray_start_node_gets_the_defaults_under_the_callers_own() -> None:
+    from lyra_ray.client.quiet import NODE_DEFAULTS, node_env, node_env_vars
+
+    got = node_env({"PATH": "/bin"})
+    assert got["PATH"] == "/bin" and NODE_DEFAULTS.items() <= got.items()
+    mine = {"RAY_SERVE_PROXY_READY_CHECK_TIMEOUT_S": "60"}
+    assert node_env(mine)["RAY_SERVE_PROXY_READY_CHECK_TIMEOUT_S"] == "60"
+    assert "RAY_SERVE_PROXY_READY_CHECK_TIMEOUT_S" not in node_env_vars(mine)
