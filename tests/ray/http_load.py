@@ -1,4 +1,5 @@
 """Open-loop HTTP load with a rate the test changes on the fly, and every failure kept.
+Optionally bounded: at most ``max_in_flight`` requests out, the sends slipping beyond it.
 
 The live loaning test needs low traffic (so a server is lent), then a spike (so it is
 reclaimed), and must see every request that failed in between: a background thread runs
@@ -31,9 +32,16 @@ MAX_ERRORS_KEPT, BODY_BYTES_KEPT = 20, 300
 
 
 class HttpLoad:
-    def __init__(self, url: str, timeout_s: float = 60.0) -> None:
+    def __init__(self, url: str, timeout_s: float = 60.0, max_in_flight: int | None = None) -> None:
         self.url = check_loopback_url(url)
         self.timeout_s = timeout_s
+        self.max_in_flight = max_in_flight
+        """At most this many requests in flight (None: no bound, a pure open loop). A send
+        due while that many are out waits for one to end, and the schedule slips
+        (counted in ``held``): a host slower than the rate then holds no queue of
+        requests at the server, whose age would delay what the test changes (a body's
+        topic mix) by however long that queue is."""
+        self.held = 0
         self.rate = 0.0
         self.body: dict[str, Any] = {}
         """What every request sends (the MoE drift test sets a topic mix here)."""
@@ -70,6 +78,7 @@ class HttpLoad:
             "p50_ms": lat[len(lat) // 2] if lat else None,
             "p99_ms": lat[min(len(lat) - 1, int(0.99 * len(lat)))] if lat else None,
             "nodes": dict(self.nodes),
+            "held": self.held,
             "errors": list(self.errors),
         }
 
@@ -129,6 +138,13 @@ class HttpLoad:
                     continue
                 next_t += 1.0 / self.rate
                 await asyncio.sleep(max(0.0, next_t - time.monotonic()))
+                if self.max_in_flight is not None and len(tasks) >= self.max_in_flight:
+                    self.held += 1
+                    while len(tasks) >= self.max_in_flight and not self._stop.is_set():
+                        await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
+                    next_t = time.monotonic()
+                    if self._stop.is_set():
+                        break
                 task = asyncio.create_task(self._one(session))
                 self.sent += 1
                 tasks.add(task)

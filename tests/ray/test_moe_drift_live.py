@@ -1,8 +1,9 @@
 """Lina's phase 2, live: the lyra-owned MoE service re-plans on routing drift on its own clock.
 
 A real local cluster (one training server, two inference servers of 2 fake GPUs), the real
-scheduler actor with the ``lyra`` policy, the real MoE service on Ray Serve and open-loop
-HTTP traffic whose topic mix the test shifts mid-run. It shows what issue #31 asks:
+scheduler actor with the ``lyra`` policy, the real MoE service on Ray Serve and HTTP
+traffic at a set rate (at most ``IN_FLIGHT`` requests out) whose topic mix the test
+shifts mid-run. It shows what issue #31 asks:
 
 - the re-plan comes within the configured number of checks (``replan_checks`` windows of
   ``replan_s`` after the shift, plus the window the shift fell in): counted in the
@@ -30,21 +31,40 @@ from tests.ray.live_helpers import start_lending_scheduler, wait_until
 pytestmark = [pytest.mark.ray, pytest.mark.timeout(600), pytest.mark.alone]
 
 GPU = "t4"
-REPLAN_S, CHECKS, SLOTS = 2.0, 2, 3
+REPLAN_S, CHECKS, SLOTS = 2.0, 2, 4
+"""Four expert slots a device: 16 replicas a layer on both servers. WHY not 3 (until
+2026-12-01): mix B's best plan on 12 replicas leaves its busiest replica at ~1.26x the
+mean, 3 % under the 1.3 bound, so a plan made from one window, judged on the next, passed
+or failed by the windows' noise: after the re-plan a quiet run measured 1.287-1.290, a
+run under a one-core hog 1.313 and failed. Replayed offline (the windows' loads drawn
+around the live run's shares, planned and judged as the service does), that bar failed
+1-18 % of checks; on 16 replicas mix B plans at ~1.15 and none failed, at any measured
+device ratio from 4 up. The live runs after: 1.15-1.19. What this still proves: a service
+that kept mix A's plan measures ~6.7 on mix B's windows, and the bar is the same 1.3."""
 TOPIC_A, TOPIC_B = [1, 0, 0, 0], [0, 1, 0, 0]
 """The served Mixtral's routers send topic 0's and topic 1's tokens to different experts
 (its token embeddings cluster by topic): the plan made for one mix serves the other badly
 (busiest replica ~4.9x the mean in-process, seed 0)."""
 BATCH, SEQ = 8, 128
 """1024 routed tokens a request-layer, ~256 per expert: past the knee of the devices' measured
-expert time (it computes its experts), so the plan for this regime follows popularity. WHY
-not 512 (SEQ 64, until 2026-12-01): its replicas got ~44 tokens, near the knee, and a
-device timed 256 tokens at less than ~5.5x one token (cold first calls) put every plan
-across it: 8 replicas a layer, not 12, and the shift back after the reclaim predicted 3 %
-to gain, below ``replan_gain``, so no re-plan came. At 1024 the plans hold down to ~3x
-(the profile is also warmed up now; warm, this host measures 7.5-8.4x)."""
+expert time (they compute their experts), so the plan for this regime follows popularity.
+WHY not 512 (SEQ 64, until 2026-12-01): nearer the knee, the plans flip with the device's
+measured 256/1-token ratio (below ~5.5 at 12 replicas, 8 replicas a layer, not 12, and no
+re-plan paid after the reclaim; a cold profile once measured 5.4). At 1024 they hold down to
+a ratio of ~4 (the profile is warmed up too; this host measures 6.7-8.4). Twice the work a
+request, so the load is bounded (``IN_FLIGHT``)."""
 HIGH_RPS, LOW_RPS = 10.0, 0.2
 """As in the MoE lend/reclaim test: the high rate keeps both servers, the low one needs one."""
+IN_FLIGHT = 4
+"""At most this many requests out at once (the load's sends slip beyond it). WHY: the bound
+the test checks counts the service's own windows from the shift, so the shift must reach
+the service when the test makes it. Open-loop at ``HIGH_RPS``, a host slower than that
+rate queued requests at the ingress without end, and each window then routed requests
+sent long before: at SEQ 128 on this host the median latency grew to 25-30 s, and the
+re-plan came 12 checks after the test's shift (a scratch copy of the test keeping every
+request's latency; under a hog at SEQ 64, 14 checks, likely the same way). Four in
+flight still keep both servers (0.1 a replica is the target). What the test proves is
+unchanged: the same shifts, bounds and checks, and every request sent answered."""
 BOUND = 1.3
 
 
@@ -106,8 +126,16 @@ def _shift_and_replan(client: Any, load: HttpLoad, topics: list[int]) -> tuple[i
     and the gate re-plans again once the new mix's windows pay (within ``CHECKS`` more).
     That first, mixed re-plan counts only if the two checks after it are within bound.
     """
-    before = _last_check(client)
+    # Right after a check, so that the shift falls early in window ``before + 1``. WHY:
+    # read at a random moment, ``before`` could be a check behind (one that ended between
+    # the read and the shift): the shift then fell in ``before + 2`` and a re-plan on time
+    # counted one check late. A check that ends
+    # between the shift and the read after it (a stall of a whole window) leaves the
+    # later number: the bound is then one window lenient, never strict.
+    first = _last_check(client)
+    wait_until(lambda: _last_check(client) > first, 60, "a check of the service")
     load.body = {"topics": topics}
+    before = _last_check(client)
 
     def replan() -> dict[str, Any] | None:
         plan = _plan(client)
@@ -156,7 +184,7 @@ def test_the_service_replans_on_a_topic_shift_and_evens_its_replicas_under_loans
             },
         }
     )
-    load = HttpLoad(url)
+    load = HttpLoad(url, max_in_flight=IN_FLIGHT)
     load.body = {"topics": TOPIC_A}
     load.start(rate=HIGH_RPS)
     try:
