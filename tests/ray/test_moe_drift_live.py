@@ -129,9 +129,9 @@ def _shift_and_replan(client: Any, load: HttpLoad, topics: list[int]) -> tuple[i
     # Right after a check, so that the shift falls early in window ``before + 1``. WHY:
     # read at a random moment, ``before`` could be a check behind (one that ended between
     # the read and the shift): the shift then fell in ``before + 2`` and a re-plan on time
-    # counted one check late. A check that ends
-    # between the shift and the read after it (a stall of a whole window) leaves the
-    # later number: the bound is then one window lenient, never strict.
+    # counted one check late. A check that ends between the shift and the read after it
+    # (a stall of a whole window) leaves the later number: the bound is then one window
+    # lenient, never strict.
     first = _last_check(client)
     wait_until(lambda: _last_check(client) > first, 60, "a check of the service")
     load.body = {"topics": topics}
