@@ -95,9 +95,7 @@ def node_env(env: Mapping[str, str] | None = None) -> dict[str, str]:
     with."""
     out = dict(os.environ if env is None else env)
     out.setdefault("RAY_worker_maximum_startup_concurrency", STARTUP_CONCURRENCY)
-    for k, v in NODE_DEFAULTS.items():
-        out.setdefault(k, v)
-    return out
+    return {**out, **node_env_vars(out)}
 
 
 def node_env_vars(env: Mapping[str, str] | None = None) -> dict[str, str]:

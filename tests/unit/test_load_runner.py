@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import socket
-import threading
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
@@ -13,6 +12,7 @@ from aiohttp import web
 
 from lyra_ray.serving.load import LoadProgress, check_loopback_url, run_load
 from lyra_ray.serving.load_pattern import LoadPattern
+from tests.threaded_http import served
 
 FAIL_EVERY = 4  # the /flaky handler answers 503 to every 4th request
 
@@ -33,10 +33,7 @@ def _free_port() -> int:
 @pytest.fixture(scope="module")
 def server() -> Iterator[_Server]:
     """An aiohttp app on its own event loop in a thread, so the sync run_load can drive it."""
-    srv = _Server(port=_free_port())
-    loop = asyncio.new_event_loop()
-    ready = threading.Event()
-    runner_box: list[web.AppRunner] = []
+    srv = _Server(port=0)
 
     async def ok(request: web.Request) -> web.Response:
         srv.hits["ok"] = srv.hits.get("ok", 0) + 1
@@ -52,26 +49,8 @@ def server() -> Iterator[_Server]:
         await asyncio.sleep(0.5)
         return web.Response(text="late")
 
-    async def start() -> None:
-        app = web.Application()
-        app.router.add_post("/ok", ok)
-        app.router.add_post("/flaky", flaky)
-        app.router.add_post("/slow", slow)
-        runner = web.AppRunner(app)
-        await runner.setup()
-        await web.TCPSite(runner, "127.0.0.1", srv.port).start()
-        runner_box.append(runner)
-        ready.set()
-
-    thread = threading.Thread(target=loop.run_forever, daemon=True)
-    thread.start()
-    asyncio.run_coroutine_threadsafe(start(), loop)
-    assert ready.wait(10), "test server did not start"
-    yield srv
-    asyncio.run_coroutine_threadsafe(runner_box[0].cleanup(), loop).result(10)
-    loop.call_soon_threadsafe(loop.stop)
-    thread.join(10)
-    loop.close()
+    with served([("/ok", ok), ("/flaky", flaky), ("/slow", slow)]) as srv.port:
+        yield srv
 
 
 def test_counts_failures_and_latencies(server: _Server) -> None:
