@@ -25,7 +25,7 @@ from lyra_ray.serving.load import check_loopback_url
 KINDS = ("post", "get", "stream")
 RECENT_S = 10.0
 """A server counts for held streams while it answered a request started this recently
-(at the loaning tests' low rate each serving server gets one about every second)."""
+(at the loaning tests' low rate each serving server gets one about every 1.5 s)."""
 
 
 class AppTraffic:
@@ -86,6 +86,8 @@ class AppTraffic:
             rec["status"] = r.status
             text = await r.text()
             rec["ok"] = r.status == 200 and text.startswith("model on ")
+            if rec["ok"]:
+                rec["node"] = text.split()[2]  # "model on <node id> pid <pid>"
             if not rec["ok"]:
                 rec["error"], rec["detail"] = f"http_{r.status}", text[:200]
 

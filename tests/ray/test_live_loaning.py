@@ -83,12 +83,13 @@ def app_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return folder
 
 
-def shop(app_dir: Path, name: str = "shop", **extra: Any) -> dict[str, Any]:
-    """The team's service: their app, its folder as its runtime env."""
+def shop(app_dir: Path, name: str = "shop", delay_ms: float = 300, **extra: Any) -> dict[str, Any]:
+    """The team's service: their app, its folder as its runtime env; a POST takes
+    ``delay_ms`` of model time."""
     return {
         "name": name,
         "import_path": "shop:build",
-        "args": {"calls_dir": str(app_dir.parent / "calls"), "delay_ms": 300},
+        "args": {"calls_dir": str(app_dir.parent / "calls"), "delay_ms": delay_ms},
         "runtime_env": {"working_dir": str(app_dir)},
         **extra,
     }
@@ -171,16 +172,25 @@ def test_bad_service_input_is_refused_and_changes_nothing(client: Any, app_dir: 
     assert not [a for a in serve.status().applications if a.startswith("lyra-")]
 
 
-HIGH = {"post": 10.0, "get": 2.0, "stream": 1.5}
-LOW = {"post": 1.0, "get": 0.5, "stream": 0.25}
-HELD_N = 60
-"""A POST takes 300 ms of model time, a stream 12 tokens 0.3 s apart (3.6 s); lyra's
-target is 3 in flight per GPU replica, 6 per server (2 GPUs). High: ~10 in flight, both
-servers. Low: ~3-5, one server: open-loop streams (~0.9 in flight) beside streams of
-``HELD_N`` tokens (18 s, longer than the lend takes to begin) held in flight on every
-server until a server's drain begins (``AppTraffic.hold``), so that one runs on the server
-being drained. (With open-loop streams alone, none ran there in about one run of four; with
-one held stream a server, routed both to one server, CI failed once more.)"""
+HIGH = {"post": 2.0, "get": 0.5, "stream": 1.0}
+LOW = {"post": 0.2, "get": 1.0, "stream": 0.125}
+POST_MS, STREAM_N, STREAM_GAP_S, HELD_N = 1500, 12, 0.6, 30
+"""A POST takes 1.5 s of model time, a stream 12 tokens 0.6 s apart (7.2 s); lyra's
+target is 3 in flight per GPU replica, 6 per server (2 GPUs). High: ~10 in flight (3 in
+POSTs, 7.2 in streams), both servers. Low: ~3-5, one server: open-loop streams (~0.9 in
+flight) beside streams of ``HELD_N`` tokens (18 s, longer than the lend takes to begin)
+held in flight on every server until a server's drain begins (``AppTraffic.hold``), so
+that one runs on the server being drained. (With open-loop streams alone, none ran there
+in about one run of four; with one held stream a server, routed both to one server, CI
+failed once more.) Low's GETs (instant, ~1 in 10 s a server) keep every serving server
+seen by the holder (``RECENT_S``).
+
+WHY long requests at few a second (until 2026-12-01: POSTs of 300 ms at 10 a second,
+GETs at 2, streams 0.3 s a token at 1.5; 13.5 requests and 18 tokens a second): the
+need follows requests in flight, but Serve's one HTTP proxy pays per request and per
+token. Under a one-core CPU hog the old high rate starved it: it missed its health checks
+and was replaced twice, the ingress once, and 1,060 of 2,489 POSTs failed. The same ~10 in
+flight now take 3.5 requests and 12 tokens a second."""
 
 
 class HandleCaller:
@@ -232,7 +242,13 @@ def test_a_users_app_is_lent_and_reclaimed_under_traffic(
     from lyra_ray.serving.apps import backend_app_name
 
     url = client.deploy_service(
-        shop(app_dir, target_ongoing_per_replica=3.0, smoothing_s=2.0, down_after_s=6.0)
+        shop(
+            app_dir,
+            delay_ms=POST_MS,
+            target_ongoing_per_replica=3.0,
+            smoothing_s=2.0,
+            down_after_s=6.0,
+        )
     )
     assert url.endswith("/shop")
     with pytest.raises(SpecError, match=r"'route'.*taken by service 'shop'"):
@@ -240,7 +256,7 @@ def test_a_users_app_is_lent_and_reclaimed_under_traffic(
     # No service had a server until now, so both were lent; the service's floor takes one
     # back at once, and its copy there takes traffic.
     wait_until(lambda: _service(client, "shop")["ready"] >= 2, 180, "a copy ready")
-    traffic = AppTraffic(url).start(HIGH)
+    traffic = AppTraffic(url, stream_n=STREAM_N, stream_gap_s=STREAM_GAP_S).start(HIGH)
     caller = HandleCaller(client, "shop").start()
     try:
         wait_until(lambda: _service(client, "shop")["ready"] == 4, 180, "both servers serving")

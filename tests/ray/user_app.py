@@ -4,7 +4,7 @@ tests: nothing in it imports lyra, and lyra reaches it only through its runtime_
 A FastAPI ingress (``@serve.ingress``) in front of a GPU deployment:
 
 - ``POST /predict`` (JSON ``{"id", "x"}``) -> JSON: the model's output and where it ran;
-- ``GET /info`` -> plain text, from the model;
+- ``GET /info`` -> plain text, from the model: the node and pid it runs on;
 - ``GET /stream?id=&n=&gap=`` -> server-sent events: first where the stream runs (node,
   pid), then ``n`` tokens, each a real forward pass ``gap`` seconds apart, then
   ``[DONE]``: a stream of several seconds, like an LLM's;
@@ -56,7 +56,7 @@ class Model:
         return {"y": y, **self.where}
 
     async def info(self) -> str:
-        return f"model on {self.where['node'][:12]} pid {self.where['pid']}"
+        return f"model on {self.where['node']} pid {self.where['pid']}"
 
     async def tokens(self, n: int, gap: float):
         yield json.dumps(self.where)
