@@ -2,9 +2,10 @@
 
 Why a file and not a guess: the suite's length is a budget (CI allows 90 min; the goal is
 20), and the only honest way to say which tier spends it is to read the run that spent
-it. ``make test`` writes ``build/junit.xml`` and ``build/junit-alone.xml`` on every run;
-this reads them and stores ``benchmarks/results/suite_times.json``, which
-``docs/testing.md``'s table is rendered from (``benchmarks/_suite_table.py``).
+it. ``make test`` writes ``build/junit.xml``, ``build/junit-alone.xml`` and
+``build/junit-quiet.xml`` on every run; this reads them and stores
+``benchmarks/results/suite_times.json``, which ``docs/testing.md``'s table is rendered
+from (``benchmarks/_suite_table.py``).
 
     .venv/bin/python -m benchmarks.suite_times build/junit*.xml --note "LYRA_CI=1, idle host"
 
@@ -53,9 +54,11 @@ def _suite(path: Path) -> ET.Element:
 def read_junit(*paths: Path) -> dict[str, Any]:
     """One run's totals, per tier (the directory under ``tests/``) and per module.
 
-    Several files are the phases of one run, one after another (``make test``: the two
-    processes' run, then the ``alone`` tests): their wall times add up. Within a phase
-    run by two processes, the tests' own seconds add up to more than its wall time."""
+    Several files are the phases of one run (``make test``: the two niced processes'
+    run with the ``alone`` serving modules beside it, then the ``quiet`` ones): the run's
+    wall time is from the first phase's start to the last one's end, so phases that ran
+    at once count once. Within a phase run by two processes, and across phases run
+    beside each other, the tests' own seconds add up to more than the wall time."""
     suites = [_suite(p) for p in paths]
     modules: dict[str, dict[str, float]] = defaultdict(
         lambda: {"seconds": 0.0, "tests": 0, "failed": 0, "skipped": 0}
@@ -86,7 +89,7 @@ def read_junit(*paths: Path) -> dict[str, Any]:
     starts = [s.get("timestamp") for s in suites if s.get("timestamp")]
     return {
         "started": min(starts) if starts else None,
-        "wall_s": round(sum(float(s.get("time", "0")) for s in suites), 1),
+        "wall_s": round(_wall_s(suites), 1),
         "tests": total("tests"),
         "failures": total("failures") + total("errors"),
         "skipped": total("skipped"),
@@ -96,6 +99,19 @@ def read_junit(*paths: Path) -> dict[str, Any]:
             for k, v in sorted(modules.items(), key=lambda kv: -kv[1]["seconds"])
         },
     }
+
+
+def _wall_s(suites: list[ET.Element]) -> float:
+    """From the first phase's start to the last one's end; the phases' durations summed
+    where a file has no start time (pytest writes one in every file it makes)."""
+    spans = []
+    for suite in suites:
+        stamp, took = suite.get("timestamp"), float(suite.get("time", "0") or 0)
+        if not stamp:
+            return sum(float(x.get("time", "0") or 0) for x in suites)
+        t0 = datetime.fromisoformat(stamp).timestamp()
+        spans.append((t0, t0 + took))
+    return max(e for _, e in spans) - min(s for s, _ in spans) if spans else 0.0
 
 
 def _commit() -> str:
@@ -115,7 +131,7 @@ def main(argv: list[str] | None = None) -> int:
         type=Path,
         nargs="+",
         help="pytest's --junitxml files of one run's phases "
-        "(make test: build/junit.xml build/junit-alone.xml)",
+        "(make test: build/junit.xml build/junit-alone.xml build/junit-quiet.xml)",
     )
     ap.add_argument("--note", default="", help="how the run was made (load, env)")
     ap.add_argument("--replace", action="store_true", help="keep only this run")
