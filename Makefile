@@ -58,7 +58,8 @@ redis:
 # modules marked `quiet`: the planner ranking times real computation.
 # TEST_PROCS=0 runs the first phase in one process too.
 TEST_PROCS ?= 2
-PYTEST := PYTHONFAULTHANDLER=1 $(PY) -m pytest -q -p no:cacheprovider
+PYTEST_ARGS := -m pytest -q -p no:cacheprovider
+PYTEST := PYTHONFAULTHANDLER=1 $(PY) $(PYTEST_ARGS)
 XDIST = $(if $(filter-out 0,$(TEST_PROCS)),-n $(TEST_PROCS) --dist loadfile --no-loadscope-reorder)
 
 test: $(STAMP) native prometheus chromium redis
@@ -66,7 +67,7 @@ test: $(STAMP) native prometheus chromium redis
 	echo "== the serving modules (alone, normal priority) run beside the rest: build/alone.log"; \
 	RAY_TMPDIR=/tmp/ray-lyra-alone $(PYTEST) -m "alone and not quiet" --durations=5 \
 		--junitxml=build/junit-alone.xml tests > build/alone.log 2>&1 & alone=$$!; \
-	nice -n 19 $(PYTEST) $(XDIST) -m "not alone and not quiet" --durations=15 \
+	PYTHONFAULTHANDLER=1 nice -n 19 $(PY) $(PYTEST_ARGS) $(XDIST) -m "not alone and not quiet" --durations=15 \
 		--junitxml=build/junit.xml tests || status=$$?; \
 	wait $$alone || status=$$?; \
 	echo "== the serving modules (build/alone.log)"; cat build/alone.log; \
