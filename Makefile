@@ -49,30 +49,19 @@ redis:
 # still prints every thread's stack; one whole run ended "Segmentation fault" there.
 # Two test processes (pytest-xdist), each running one module at a time, longest first
 # (tests/conftest.py), each with its own clusters and Ray temp dir: a live module spends
-# much of its time waiting on Ray, and the other process runs in those waits. They run
-# at the lowest CPU priority (nice 19), and beside them, at normal priority, the
-# modules marked `alone`, serially: the serving modules bound their traffic's failures
-# and latency, which a second live module beside them at the same priority broke; at
-# nice 19 the others only take the CPU those leave (docs/testing.md, "Three tracks").
-# Their output goes to build/alone.log, printed after. Last, on a quiet host, the
-# modules marked `quiet`: the planner ranking times real computation.
+# much of its time waiting on Ray, and the other process runs in those waits. The
+# modules marked `alone` run after the rest, serially: the planner ranking times real
+# computation, and the serving modules bound their traffic's failures and latency,
+# which a second live module beside them broke (docs/testing.md, "Two processes").
 # TEST_PROCS=0 runs the first phase in one process too.
 TEST_PROCS ?= 2
-PYTEST_ARGS := -m pytest -q -p no:cacheprovider
-PYTEST := PYTHONFAULTHANDLER=1 $(PY) $(PYTEST_ARGS)
+PYTEST := PYTHONFAULTHANDLER=1 $(PY) -m pytest -q -p no:cacheprovider
 XDIST = $(if $(filter-out 0,$(TEST_PROCS)),-n $(TEST_PROCS) --dist loadfile --no-loadscope-reorder)
 
 test: $(STAMP) native prometheus chromium redis
-	@mkdir -p build; status=0; \
-	echo "== the serving modules (alone, normal priority) run beside the rest: build/alone.log"; \
-	RAY_TMPDIR=/tmp/ray-lyra-alone $(PYTEST) -m "alone and not quiet" --durations=5 \
-		--junitxml=build/junit-alone.xml tests > build/alone.log 2>&1 & alone=$$!; \
-	PYTHONFAULTHANDLER=1 nice -n 19 $(PY) $(PYTEST_ARGS) $(XDIST) -m "not alone and not quiet" --durations=15 \
-		--junitxml=build/junit.xml tests || status=$$?; \
-	wait $$alone || status=$$?; \
-	echo "== the serving modules (build/alone.log)"; cat build/alone.log; \
-	echo "== the timing modules, on a quiet host (quiet)"; \
-	$(PYTEST) -m quiet --durations=5 --junitxml=build/junit-quiet.xml tests || status=$$?; \
+	status=0; \
+	$(PYTEST) $(XDIST) -m "not alone" --durations=15 --junitxml=build/junit.xml tests || status=$$?; \
+	$(PYTEST) -m alone --durations=5 --junitxml=build/junit-alone.xml tests || status=$$?; \
 	exit $$status
 
 test-unit: $(STAMP)

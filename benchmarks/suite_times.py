@@ -2,10 +2,9 @@
 
 Why a file and not a guess: the suite's length is a budget (CI allows 90 min; the goal is
 20), and the only honest way to say which tier spends it is to read the run that spent
-it. ``make test`` writes ``build/junit.xml``, ``build/junit-alone.xml`` and
-``build/junit-quiet.xml`` on every run; this reads them and stores
-``benchmarks/results/suite_times.json``, which ``docs/testing.md``'s table is rendered
-from (``benchmarks/_suite_table.py``).
+it. ``make test`` writes ``build/junit.xml`` and ``build/junit-alone.xml`` on every run;
+this reads them and stores ``benchmarks/results/suite_times.json``, which
+``docs/testing.md``'s table is rendered from (``benchmarks/_suite_table.py``).
 
     .venv/bin/python -m benchmarks.suite_times build/junit*.xml --note "LYRA_CI=1, idle host"
 
@@ -54,11 +53,11 @@ def _suite(path: Path) -> ET.Element:
 def read_junit(*paths: Path) -> dict[str, Any]:
     """One run's totals, per tier (the directory under ``tests/``) and per module.
 
-    Several files are the phases of one run (``make test``: the two niced processes'
-    run with the ``alone`` serving modules beside it, then the ``quiet`` ones): the run's
-    wall time is from the first phase's start to the last one's end, so phases that ran
-    at once count once. Within a phase run by two processes, and across phases run
-    beside each other, the tests' own seconds add up to more than the wall time."""
+    Several files are the phases of one run (``make test``: the two processes' run,
+    then the ``alone`` tests): the run's wall time is from the first phase's start to
+    the last one's end, so phases run one after another add up and phases run beside
+    each other (a trial of that is in docs/testing.md) count once. Within a phase run
+    by two processes, the tests' own seconds add up to more than its wall time."""
     suites = [_suite(p) for p in paths]
     modules: dict[str, dict[str, float]] = defaultdict(
         lambda: {"seconds": 0.0, "tests": 0, "failed": 0, "skipped": 0}
@@ -131,7 +130,7 @@ def main(argv: list[str] | None = None) -> int:
         type=Path,
         nargs="+",
         help="pytest's --junitxml files of one run's phases "
-        "(make test: build/junit.xml build/junit-alone.xml build/junit-quiet.xml)",
+        "(make test: build/junit.xml build/junit-alone.xml)",
     )
     ap.add_argument("--note", default="", help="how the run was made (load, env)")
     ap.add_argument("--replace", action="store_true", help="keep only this run")

@@ -24,7 +24,7 @@ step times would measure time-slicing, not the schedule. For the same reason a s
 counts when the host was quiet just before and after it (both workers, computing at once,
 ran at most 20 % slower than their CPU time and than the best rate seen); after 150 s of
 waiting, the test skips. ``make test`` runs it after every other test, alone
-(``quiet``): beside the other process's live modules it would only wait and skip. Why
+(``alone``): beside the other process's live modules it would only wait and skip. Why
 Ray and not torch.multiprocessing: the workers are what the runtime launches (Ray
 actors), and a one-node ``ray.cluster_utils.Cluster`` with two CPUs costs ~10 s to start.
 """
@@ -40,7 +40,7 @@ from typing import Any, TypeVar
 
 import pytest
 
-pytestmark = [pytest.mark.ray, pytest.mark.quiet]
+pytestmark = [pytest.mark.ray, pytest.mark.alone]
 T = TypeVar("T")
 
 ray = pytest.importorskip("ray")

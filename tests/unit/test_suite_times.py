@@ -1,6 +1,6 @@
 """``benchmarks/suite_times.py``: a run's wall time from its phases' JUnit files, whether
-the phases ran one after another or beside each other (``make test`` runs the serving
-modules beside the niced rest)."""
+the phases ran one after another (``make test``) or beside each other (a trial of that
+design, docs/testing.md)."""
 
 from __future__ import annotations
 
