@@ -1,0 +1,59 @@
+"""What kind of process a command line is, for :mod:`benchmarks.suite_cpu`.
+
+Ray renames its processes (``ray::GangWorker.run``, ``ray::IDLE``, ``ray::DashboardAgent``),
+so a ``/proc/PID/cmdline`` says which part of the stack spends the CPU: the tests' own
+jobs, lyra's actors, Ray's core, its dashboard and agents, the tests' processes.
+"""
+
+from __future__ import annotations
+
+import re
+
+KINDS: tuple[tuple[str, str], ...] = (
+    (
+        r"^ray::(GangWorker|Gang\b|RayTrainWorker|TrainController|TrainTrainable)",
+        "training workers",
+    ),
+    (r"^ray::(_import_entrypoint|RunControl|_RunControl)", "training control"),
+    (r"^ray::GlobalScheduler", "lyra scheduler"),
+    (r"^ray::ServeReplica:", "serving replicas"),
+    (r"^ray::(ServeController|ProxyActor|ServeProxy)", "Serve controller and proxy"),
+    (r"^ray::(IDLE|SpillWorker|RestoreWorker)|default_worker\.py", "Ray idle workers"),
+    (r"(^|/)(gcs_server|raylet)( |$)", "Ray core (GCS, raylets)"),
+    (
+        r"dashboard/dashboard\.py|ray-dashboard-|^ray::(DashboardAgent|RuntimeEnvAgent)"
+        r"|dashboard/agent\.py|runtime_env/agent|log_monitor\.py|autoscaler/_private/monitor"
+        r"|/monitor\.py",
+        "Ray dashboard, agents, monitors",
+    ),
+    (r"^ray::JobSupervisor|ray job submit|lyra_ray\.cli|/bin/lyra ", "job drivers and CLI"),
+    (r"^ray::", "other Ray actors and tasks"),
+    (r"pytest", "pytest processes"),
+    (r"chrom|prometheus|redis-server|grafana", "tools (Chromium, Prometheus, Redis)"),
+)
+"""First match wins; a command line that matches none is ``other``."""
+_COMPILED = tuple((re.compile(p), k) for p, k in KINDS)
+
+
+def kind(cmdline: str) -> str:
+    """The kind of the process whose ``/proc/PID/cmdline`` (NUL-separated) this is."""
+    line = cmdline.replace("\0", " ").strip()
+    for pattern, name in _COMPILED:
+        if pattern.search(line):
+            return name
+    return "other"
+
+
+def cpu_deltas(
+    prev: dict[tuple[int, int], float], now: dict[tuple[int, int], float], first: bool
+) -> dict[tuple[int, int], float]:
+    """CPU seconds each process spent since the last sample. A process is keyed by (pid,
+    start time), so a reused pid is a new process. One first seen now counts all its CPU
+    (it started since the last sample), except at the first sample, which is the
+    baseline (the CPU of processes older than the measurement is not its own)."""
+    out = {}
+    for key, cpu in now.items():
+        before = prev.get(key, cpu if first else 0.0)
+        if cpu > before:
+            out[key] = cpu - before
+    return out

@@ -1,0 +1,32 @@
+"""``docs/testing.md``'s CPU table, rendered from ``benchmarks/results/suite_cpu.json``
+(``benchmarks/suite_cpu.py`` run around ``make test``)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+def render(data: dict[str, Any]) -> str:
+    rows = [
+        "| run | commit | exit | wall | host busy | CPU-s | floor | note |",
+        "|---|---|---:|---:|---:|---:|---:|---|",
+    ]
+    for r in data["runs"]:
+        rows.append(
+            f"| {r['at']} | {r['commit']} | {r['exit']} | {r['wall_s'] / 60:.1f} min "
+            f"| {100 * (r['host_busy_share'] or 0):.0f} % | {r['host_busy_cpu_s']:.0f} "
+            f"| {r['floor_min']:.1f} min | {r['note']} |"
+        )
+    last = data["runs"][-1]
+    rows += [
+        "",
+        f"Where the newest run's CPU went, by kind of process ({last['at']}; the samples saw "
+        f"{100 * (last['sampled_share'] or 0):.0f} % of the host's busy CPU: processes "
+        "that start and end between two samples are missed):",
+        "",
+        "| kind of process | CPU-s | share |",
+        "|---|---:|---:|",
+    ]
+    for name, k in last["by_kind"].items():
+        rows.append(f"| {name} | {k['cpu_s']:.0f} | {100 * k['share']:.0f} % |")
+    return "\n".join(rows)

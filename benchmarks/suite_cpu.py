@@ -1,0 +1,176 @@
+"""Where ``make test``'s CPU goes, by kind of process, and the floor it sets on its time.
+
+Why: the suite's goal is a wall time (20 min on a 2-core host), and a wall time cannot
+be shorter than the CPU the run needs divided by the cores. Scheduling the tests
+differently (more processes, priorities) only moves work around inside that floor;
+getting under it takes less CPU. This runs a command (the whole suite, or a module),
+samples ``/proc`` every ``--every`` seconds, and stores in
+``benchmarks/results/suite_cpu.json``:
+
+- the host's busy CPU seconds over the run, from ``/proc/stat`` (every process on the
+  host, kernel time included: run it on an otherwise idle host, or say what else ran);
+- ``floor_min``: those seconds over the host's cores, in minutes;
+- CPU seconds by kind of process (:mod:`benchmarks._proc_kinds`), from each process's
+  ``/proc/PID/stat``. That part undercounts: a process that starts and ends between two
+  samples is missed, and one that ends loses its CPU since the last sample, so the
+  kinds sum to less than the host's total (``sampled_share`` says how much less).
+
+    .venv/bin/python -m benchmarks.suite_cpu --note "quiet host" -- bash -c 'LYRA_CI=1 .ci/run'
+
+The command's exit status is this script's; its output passes through.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import subprocess
+import sys
+import threading
+import time
+from collections import defaultdict
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from benchmarks._proc_kinds import cpu_deltas, kind
+
+ROOT = Path(__file__).resolve().parents[1]
+OUT = ROOT / "benchmarks" / "results" / "suite_cpu.json"
+HZ = os.sysconf("SC_CLK_TCK")
+
+
+def host_busy_s() -> float:
+    """CPU seconds the host has spent not idle (all cores), from ``/proc/stat``'s first
+    line: user, nice, system, irq, softirq, steal; idle and iowait excluded."""
+    with open("/proc/stat") as f:
+        fields = [int(x) for x in f.readline().split()[1:9]]
+    user, nice, system, _idle, _iowait, irq, softirq, steal = fields
+    return (user + nice + system + irq + softirq + steal) / HZ
+
+
+def snapshot() -> tuple[dict[tuple[int, int], float], dict[tuple[int, int], str]]:
+    """Every process's CPU seconds so far, keyed by (pid, start time), and its kind."""
+    cpu: dict[tuple[int, int], float] = {}
+    kinds: dict[tuple[int, int], str] = {}
+    for name in os.listdir("/proc"):
+        if not name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{name}/stat") as f:
+                stat = f.read()
+            with open(f"/proc/{name}/cmdline") as f:
+                cmd = f.read()
+        except OSError:  # gone between the listing and the read
+            continue
+        rest = stat[stat.rindex(")") + 2 :].split()
+        key = (int(name), int(rest[19]))  # (pid, start time in ticks)
+        cpu[key] = (int(rest[11]) + int(rest[12])) / HZ  # utime + stime
+        kinds[key] = kind(cmd)
+    return cpu, kinds
+
+
+class Sampler:
+    """Samples in a thread until :meth:`stop`; sums each kind's CPU seconds."""
+
+    def __init__(self, every_s: float) -> None:
+        self.every_s = every_s
+        self.by_kind: dict[str, float] = defaultdict(float)
+        self._stop = threading.Event()
+        self._prev: dict[tuple[int, int], float] = {}
+        self._first = True
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def start(self) -> Sampler:
+        self.sample()
+        self._thread.start()
+        return self
+
+    def sample(self) -> None:
+        now, kinds = snapshot()
+        for key, d in cpu_deltas(self._prev, now, self._first).items():
+            self.by_kind[kinds[key]] += d
+        self._prev, self._first = now, False
+
+    def _run(self) -> None:
+        while not self._stop.wait(self.every_s):
+            self.sample()
+
+    def stop(self) -> dict[str, float]:
+        self._stop.set()
+        self._thread.join()
+        self.sample()
+        return dict(self.by_kind)
+
+
+def _commit() -> str:
+    out = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True)
+    return out.stdout.decode().strip() or "unknown"
+
+
+def summarise(
+    wall_s: float, busy_s: float, cores: int, by_kind: dict[str, float]
+) -> dict[str, Any]:
+    """The stored record: totals, the floor, and each kind's seconds and share."""
+    sampled = sum(by_kind.values())
+    return {
+        "wall_s": round(wall_s, 1),
+        "cores": cores,
+        "host_busy_cpu_s": round(busy_s, 1),
+        "host_busy_share": round(busy_s / (wall_s * cores), 3) if wall_s > 0 else None,
+        "floor_min": round(busy_s / cores / 60, 1),
+        "sampled_cpu_s": round(sampled, 1),
+        "sampled_share": round(sampled / busy_s, 3) if busy_s > 0 else None,
+        "by_kind": {
+            k: {"cpu_s": round(v, 1), "share": round(v / sampled, 3) if sampled else 0.0}
+            for k, v in sorted(by_kind.items(), key=lambda kv: -kv[1])
+        },
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--every", type=float, default=15.0, help="seconds between samples")
+    ap.add_argument("--note", default="", help="what ran beside it, the host's load")
+    ap.add_argument("--out", type=Path, default=OUT, help="the results JSON (appended to)")
+    ap.add_argument("command", nargs=argparse.REMAINDER, help="-- then the command to run")
+    args = ap.parse_args(argv)
+    cmd = args.command[1:] if args.command[:1] == ["--"] else args.command
+    if not cmd:
+        ap.error("'command': give the command to measure after --")
+    if not (args.every > 0 and args.every < 3600):
+        ap.error(f"'--every': a number of seconds in (0, 3600), got {args.every}")
+    cores = os.cpu_count() or 1
+    at = datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
+    t0, busy0 = time.monotonic(), host_busy_s()
+    sampler = Sampler(args.every).start()
+    try:
+        rc = subprocess.run(cmd).returncode
+    finally:
+        by_kind = sampler.stop()
+    run = {
+        "at": at,
+        "commit": _commit(),
+        "command": " ".join(cmd),
+        "exit": rc,
+        "note": args.note,
+        "host": f"{platform.system()} {platform.machine()}, {cores} cores",
+        **summarise(time.monotonic() - t0, host_busy_s() - busy0, cores, by_kind),
+    }
+    old: dict[str, Any] = {"runs": []}
+    if args.out.exists():
+        old = json.loads(args.out.read_text())
+    old["runs"].append(run)
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(json.dumps(old, indent=1) + "\n")
+    sys.stderr.write(
+        f"suite_cpu: {run['host_busy_cpu_s']:.0f} CPU-s busy in {run['wall_s'] / 60:.1f} min "
+        f"on {cores} cores: a floor of {run['floor_min']:.1f} min (exit {rc}) -> {args.out}\n"
+    )
+    return rc
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
