@@ -8,17 +8,24 @@ from typing import Any
 
 def render(data: dict[str, Any]) -> str:
     rows = [
-        "| run | commit | exit | wall | host busy | CPU-s | floor | note |",
-        "|---|---|---:|---:|---:|---:|---:|---|",
+        "| run | commit | exit | one core's speed | wall | host busy | CPU-s | floor | note |",
+        "|---|---|---:|---:|---:|---:|---:|---:|---|",
     ]
     for r in data["runs"]:
+        calib = r.get("calibration_s")  # not in the first run's record
+        speed = f"{calib:.2f} s" if calib is not None else "not measured"
         rows.append(
-            f"| {r['at']} | {r['commit']} | {r['exit']} | {r['wall_s'] / 60:.1f} min "
+            f"| {r['at']} | {r['commit']} | {r['exit']} | {speed} "
+            f"| {r['wall_s'] / 60:.1f} min "
             f"| {100 * (r['host_busy_share'] or 0):.0f} % | {r['host_busy_cpu_s']:.0f} "
             f"| {r['floor_min']:.1f} min | {r['note']} |"
         )
     last = data["runs"][-1]
     rows += [
+        "",
+        "One core's speed: seconds for a fixed pure-Python loop before the run "
+        "(`suite_cpu.calibration_s`), lower is faster. Floor: the host's busy CPU over its "
+        "cores, the shortest the run could take on that host with its work unchanged.",
         "",
         f"Where the newest run's CPU went, by kind of process ({last['at']}; the samples saw "
         f"{100 * (last['sampled_share'] or 0):.0f} % of the host's busy CPU: processes "

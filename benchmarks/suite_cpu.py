@@ -10,6 +10,9 @@ samples ``/proc`` every ``--every`` seconds, and stores in
 - the host's busy CPU seconds over the run, from ``/proc/stat`` (every process on the
   host, kernel time included: run it on an otherwise idle host, or say what else ran);
 - ``floor_min``: those seconds over the host's cores, in minutes;
+- ``calibration_s``: a fixed pure-Python loop's seconds (the fastest of three), timed
+  before the command: one core's speed, so that runs on different hosts compare (the
+  same suite took 21-26 min on one VM of this project and 31-37 min on the next);
 - CPU seconds by kind of process (:mod:`benchmarks._proc_kinds`), from each process's
   ``/proc/PID/stat``. That part undercounts: a process that starts and ends between two
   samples is missed, and one that ends loses its CPU since the last sample, so the
@@ -49,6 +52,19 @@ def host_busy_s() -> float:
         fields = [int(x) for x in f.readline().split()[1:9]]
     user, nice, system, _idle, _iowait, irq, softirq, steal = fields
     return (user + nice + system + irq + softirq + steal) / HZ
+
+
+CALIBRATION_N = 2_000_000
+
+
+def calibration_s(n: int = CALIBRATION_N, reps: int = 3) -> float:
+    """Seconds for a fixed CPU-bound loop on one core, the fastest of ``reps``."""
+    best = float("inf")
+    for _ in range(reps):
+        t0 = time.perf_counter()
+        sum(i * i for i in range(n))
+        best = min(best, time.perf_counter() - t0)
+    return best
 
 
 def snapshot() -> tuple[dict[tuple[int, int], float], dict[tuple[int, int], str]]:
@@ -144,6 +160,7 @@ def main(argv: list[str] | None = None) -> int:
         ap.error(f"'--every': a number of seconds in (0, 3600), got {args.every}")
     cores = os.cpu_count() or 1
     at = datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
+    calib = calibration_s()
     t0, busy0 = time.monotonic(), host_busy_s()
     sampler = Sampler(args.every).start()
     try:
@@ -157,6 +174,7 @@ def main(argv: list[str] | None = None) -> int:
         "exit": rc,
         "note": args.note,
         "host": f"{platform.system()} {platform.machine()}, {cores} cores",
+        "calibration_s": round(calib, 3),
         **summarise(time.monotonic() - t0, host_busy_s() - busy0, cores, by_kind),
     }
     old: dict[str, Any] = {"runs": []}

@@ -67,6 +67,7 @@ def test_a_command_is_run_measured_and_appended(tmp_path: Path) -> None:
     assert rc == 0
     (run,) = json.loads(out.read_text())["runs"]
     assert run["exit"] == 0 and run["note"] == "t"
+    assert 0 < run["calibration_s"] < 60
     assert run["host_busy_cpu_s"] >= 0.45  # the command's own half second, at least
     assert run["by_kind"]["other"]["cpu_s"] >= 0.3  # its process, seen by the samples
     rc = main(["--out", str(out), "--", sys.executable, "-c", "raise SystemExit(3)"])
