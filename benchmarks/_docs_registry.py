@@ -22,6 +22,12 @@ TABLES: tuple[Table, ...] = (
         "benchmarks._suite_table:tiers",
     ),
     Table(
+        "suite-cpu",
+        "docs/testing.md",
+        "benchmarks/results/suite_cpu.json",
+        "benchmarks._suite_cpu_table:render",
+    ),
+    Table(
         "h200-catalogue",
         "docs/profiling.md",
         "lyra_ray/model/data/h200_throughputs.json",

@@ -28,10 +28,12 @@ KINDS: tuple[tuple[str, str], ...] = (
     ),
     (r"^ray::JobSupervisor|ray job submit|lyra_ray\.cli|/bin/lyra ", "job drivers and CLI"),
     (r"^ray::", "other Ray actors and tasks"),
-    (r"pytest", "pytest processes"),
+    (r"pytest|exec\(eval\(sys\.stdin\.readline", "pytest processes"),
     (r"chrom|prometheus|redis-server|grafana", "tools (Chromium, Prometheus, Redis)"),
 )
-"""First match wins; a command line that matches none is ``other``."""
+"""First match wins; a command line that matches none is ``other``. pytest-xdist's workers
+run as ``python -c "import sys;exec(eval(sys.stdin.readline()))"`` (execnet): they are
+the pytest processes that run the tests, the unit tiers' work included."""
 _COMPILED = tuple((re.compile(p), k) for p, k in KINDS)
 
 

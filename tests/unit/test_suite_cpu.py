@@ -32,6 +32,7 @@ from benchmarks.suite_cpu import main, summarise
         ("python\0-m\0lyra_ray.cli\0submit\0j.yaml", "job drivers and CLI"),
         ("ray::SomethingElse", "other Ray actors and tasks"),
         ("python\0-m\0pytest\0-q\0tests", "pytest processes"),
+        ("python\0-u\0-c\0import sys;exec(eval(sys.stdin.readline()))", "pytest processes"),
         ("/usr/lib/chromium/chromium\0--headless", "tools (Chromium, Prometheus, Redis)"),
         ("python3\0-c\0while True: pass", "other"),
         ("", "other"),
