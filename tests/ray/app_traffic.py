@@ -88,7 +88,7 @@ class AppTraffic:
             rec["ok"] = r.status == 200 and text.startswith("model on ")
             if rec["ok"]:
                 rec["node"] = text.split()[2]  # "model on <node id> pid <pid>"
-            if not rec["ok"]:
+            else:
                 rec["error"], rec["detail"] = f"http_{r.status}", text[:200]
 
     async def _stream(self, s: aiohttp.ClientSession, rec: dict[str, Any]) -> None:

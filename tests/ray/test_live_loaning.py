@@ -182,15 +182,17 @@ flight) beside streams of ``HELD_N`` tokens (18 s, longer than the lend takes to
 held in flight on every server until a server's drain begins (``AppTraffic.hold``), so
 that one runs on the server being drained. (With open-loop streams alone, none ran there
 in about one run of four; with one held stream a server, routed both to one server, CI
-failed once more.) Low's GETs (instant, ~1 in 10 s a server) keep every serving server
-seen by the holder (``RECENT_S``).
+failed once more.) Low's GETs (instant, one a second: ~5 in 10 s a server) keep every
+serving server seen by the holder (``RECENT_S``).
 
 WHY long requests at few a second (until 2026-12-01: POSTs of 300 ms at 10 a second,
 GETs at 2, streams 0.3 s a token at 1.5; 13.5 requests and 18 tokens a second): the
 need follows requests in flight, but Serve's one HTTP proxy pays per request and per
 token. Under a one-core CPU hog the old high rate starved it: it missed its health checks
 and was replaced twice, the ingress once, and 1,060 of 2,489 POSTs failed. The same ~10 in
-flight now take 3.5 requests and 12 tokens a second."""
+flight now take 3.5 requests and 12 tokens a second. What the test still proves is
+unchanged: the same demand in flight at each rate, so the same lend and reclaim, and every
+POST, GET, stream and handle call answered whole, each POST run once."""
 
 
 class HandleCaller:
