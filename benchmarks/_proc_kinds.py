@@ -46,6 +46,18 @@ def kind(cmdline: str) -> str:
     return "other"
 
 
+def name(cmdline: str) -> str:
+    """A process's name within its kind: Ray's process title (``ray::GangWorker.run``,
+    the Serve replica's application and deployment, not its replica id), else the
+    program's file name."""
+    first = cmdline.split("\0", 1)[0].strip()
+    if first.startswith("ray::"):
+        title = first.split(" ", 1)[0]
+        replica = re.match(r"(ray::ServeReplica:[^:]+:[^.:]+)", title)
+        return (replica.group(1) if replica else title)[:60]
+    return (first.rsplit("/", 1)[-1] or "?")[:60]
+
+
 def cpu_deltas(
     prev: dict[tuple[int, int], float], now: dict[tuple[int, int], float], first: bool
 ) -> dict[tuple[int, int], float]:

@@ -5,6 +5,9 @@ from __future__ import annotations
 
 from typing import Any
 
+TOP = 12
+"""Process names listed: enough to see what a large kind is made of."""
+
 
 def render(data: dict[str, Any]) -> str:
     rows = [
@@ -36,4 +39,9 @@ def render(data: dict[str, Any]) -> str:
     ]
     for name, k in last["by_kind"].items():
         rows.append(f"| {name} | {k['cpu_s']:.0f} | {100 * k['share']:.0f} % |")
+    names = list(last.get("top_names", {}).items())[:TOP]  # recorded from the second run on
+    if names:
+        rows += ["", f"The {len(names)} processes (by name) that spent the most:", ""]
+        rows += ["| process | CPU-s |", "|---|---:|"]
+        rows += [f"| `{n}` | {s:.0f} |" for n, s in names]
     return "\n".join(rows)

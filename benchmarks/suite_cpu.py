@@ -38,7 +38,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from benchmarks._proc_kinds import cpu_deltas, kind
+from benchmarks._proc_kinds import cpu_deltas, kind, name
 
 ROOT = Path(__file__).resolve().parents[1]
 OUT = ROOT / "benchmarks" / "results" / "suite_cpu.json"
@@ -67,24 +67,28 @@ def calibration_s(n: int = CALIBRATION_N, reps: int = 3) -> float:
     return best
 
 
-def snapshot() -> tuple[dict[tuple[int, int], float], dict[tuple[int, int], str]]:
-    """Every process's CPU seconds so far, keyed by (pid, start time), and its kind."""
-    cpu: dict[tuple[int, int], float] = {}
-    kinds: dict[tuple[int, int], str] = {}
-    for name in os.listdir("/proc"):
-        if not name.isdigit():
+Key = tuple[int, int]
+"""(pid, start time in ticks): a reused pid is another process."""
+
+
+def snapshot() -> tuple[dict[Key, float], dict[Key, tuple[str, str]]]:
+    """Every process's CPU seconds so far, and its kind and name (:mod:`_proc_kinds`)."""
+    cpu: dict[Key, float] = {}
+    kinds: dict[Key, tuple[str, str]] = {}
+    for pid in os.listdir("/proc"):
+        if not pid.isdigit():
             continue
         try:
-            with open(f"/proc/{name}/stat") as f:
+            with open(f"/proc/{pid}/stat") as f:
                 stat = f.read()
-            with open(f"/proc/{name}/cmdline") as f:
+            with open(f"/proc/{pid}/cmdline") as f:
                 cmd = f.read()
         except OSError:  # gone between the listing and the read
             continue
         rest = stat[stat.rindex(")") + 2 :].split()
-        key = (int(name), int(rest[19]))  # (pid, start time in ticks)
+        key = (int(pid), int(rest[19]))
         cpu[key] = (int(rest[11]) + int(rest[12])) / HZ  # utime + stime
-        kinds[key] = kind(cmd)
+        kinds[key] = (kind(cmd), name(cmd))
     return cpu, kinds
 
 
@@ -94,8 +98,9 @@ class Sampler:
     def __init__(self, every_s: float) -> None:
         self.every_s = every_s
         self.by_kind: dict[str, float] = defaultdict(float)
+        self.by_name: dict[str, float] = defaultdict(float)
         self._stop = threading.Event()
-        self._prev: dict[tuple[int, int], float] = {}
+        self._prev: dict[Key, float] = {}
         self._first = True
         self._thread = threading.Thread(target=self._run, daemon=True)
 
@@ -107,18 +112,20 @@ class Sampler:
     def sample(self) -> None:
         now, kinds = snapshot()
         for key, d in cpu_deltas(self._prev, now, self._first).items():
-            self.by_kind[kinds[key]] += d
+            self.by_kind[kinds[key][0]] += d
+            self.by_name[kinds[key][1]] += d
         self._prev, self._first = now, False
 
     def _run(self) -> None:
         while not self._stop.wait(self.every_s):
             self.sample()
 
-    def stop(self) -> dict[str, float]:
+    def stop(self) -> tuple[dict[str, float], dict[str, float]]:
+        """The CPU seconds by kind and by name."""
         self._stop.set()
         self._thread.join()
         self.sample()
-        return dict(self.by_kind)
+        return dict(self.by_kind), dict(self.by_name)
 
 
 def _commit() -> str:
@@ -126,10 +133,19 @@ def _commit() -> str:
     return out.stdout.decode().strip() or "unknown"
 
 
+TOP_NAMES = 25
+"""The names kept: the processes worth a look when a kind is larger than it should be."""
+
+
 def summarise(
-    wall_s: float, busy_s: float, cores: int, by_kind: dict[str, float]
+    wall_s: float,
+    busy_s: float,
+    cores: int,
+    by_kind: dict[str, float],
+    by_name: dict[str, float] | None = None,
 ) -> dict[str, Any]:
-    """The stored record: totals, the floor, and each kind's seconds and share."""
+    """The stored record: totals, the floor, each kind's seconds and share, and the
+    ``TOP_NAMES`` names that spent the most."""
     sampled = sum(by_kind.values())
     return {
         "wall_s": round(wall_s, 1),
@@ -142,6 +158,10 @@ def summarise(
         "by_kind": {
             k: {"cpu_s": round(v, 1), "share": round(v / sampled, 3) if sampled else 0.0}
             for k, v in sorted(by_kind.items(), key=lambda kv: -kv[1])
+        },
+        "top_names": {
+            k: round(v, 1)
+            for k, v in sorted((by_name or {}).items(), key=lambda kv: -kv[1])[:TOP_NAMES]
         },
     }
 
@@ -166,7 +186,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         rc = subprocess.run(cmd).returncode
     finally:
-        by_kind = sampler.stop()
+        by_kind, by_name = sampler.stop()
     run = {
         "at": at,
         "commit": _commit(),
@@ -175,7 +195,7 @@ def main(argv: list[str] | None = None) -> int:
         "note": args.note,
         "host": f"{platform.system()} {platform.machine()}, {cores} cores",
         "calibration_s": round(calib, 3),
-        **summarise(time.monotonic() - t0, host_busy_s() - busy0, cores, by_kind),
+        **summarise(time.monotonic() - t0, host_busy_s() - busy0, cores, by_kind, by_name),
     }
     old: dict[str, Any] = {"runs": []}
     if args.out.exists():

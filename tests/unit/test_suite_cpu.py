@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from benchmarks._proc_kinds import cpu_deltas, kind
+from benchmarks._proc_kinds import cpu_deltas, kind, name
 from benchmarks.suite_cpu import main, summarise
 
 
@@ -42,6 +42,19 @@ def test_each_process_has_its_kind(cmdline: str, want: str) -> None:
     assert kind(cmdline) == want
 
 
+@pytest.mark.parametrize(
+    ("cmdline", "want"),
+    [
+        ("ray::GangWorker.run\0", "ray::GangWorker.run"),
+        ("ray::ServeReplica:lyra-shop:Model.handle_request\0", "ray::ServeReplica:lyra-shop:Model"),
+        ("/x/ray/core/src/ray/raylet/raylet\0--node", "raylet"),
+        ("", "?"),
+    ],
+)
+def test_each_process_has_its_name(cmdline: str, want: str) -> None:
+    assert name(cmdline) == want
+
+
 def test_cpu_between_samples_counts_new_processes_whole_and_old_ones_by_their_delta() -> None:
     first = cpu_deltas({}, {(1, 10): 5.0, (2, 20): 1.0}, first=True)
     assert first == {}  # the baseline: CPU spent before the measurement is not its own
@@ -51,12 +64,13 @@ def test_cpu_between_samples_counts_new_processes_whole_and_old_ones_by_their_de
 
 
 def test_the_floor_is_the_busy_cpu_over_the_cores() -> None:
-    out = summarise(600.0, 960.0, 2, {"a": 600.0, "b": 200.0})
+    out = summarise(600.0, 960.0, 2, {"a": 600.0, "b": 200.0}, {"x": 1.0, "y": 3.0})
     assert out["floor_min"] == 8.0  # 960 CPU-s on 2 cores: 8 minutes at least
     assert out["host_busy_share"] == 0.8
     assert out["sampled_share"] == pytest.approx(800 / 960, abs=1e-3)
     assert list(out["by_kind"]) == ["a", "b"]
     assert out["by_kind"]["a"]["share"] == 0.75
+    assert list(out["top_names"].items()) == [("y", 3.0), ("x", 1.0)]
 
 
 def test_a_command_is_run_measured_and_appended(tmp_path: Path) -> None:
