@@ -187,6 +187,13 @@ gone: waiting longer than Ray's 30 s would not help, a fresh start does. A node'
 dashboard agent whose HTTP port was taken so (:func:`_agent_serving`) is reported with
 the same words. Anything else is raised at once."""
 
+
+def is_transient_start_failure(said: str) -> bool:
+    """Whether a failed node start said one of the transient failures of
+    :data:`_TRANSIENT` (an exception's text, or what ``ray start`` wrote)."""
+    return any(m in said for m in _TRANSIENT)
+
+
 AGENT_WAIT_S = 60.0
 """How long a new node's dashboard agent may take to publish its HTTP address."""
 
@@ -280,7 +287,7 @@ def start_with_retries(start: Callable[[], T]) -> T:
             return start()
         except Exception as e:  # Ray raises a bare Exception for both
             _end_processes(_children() - before)
-            if not any(m in str(e) for m in _TRANSIENT) or attempt == START_TRIES:
+            if not is_transient_start_failure(str(e)) or attempt == START_TRIES:
                 raise
             log.warning("the Ray head failed to start (%s); starting it again", e)
     raise AssertionError("unreachable")
