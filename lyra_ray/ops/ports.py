@@ -32,6 +32,7 @@ MIN_POOL = 1_000
 """Fewer ports than this between the two ranges (a host with a widened ephemeral range):
 fall back to ``bind(0)``."""
 
+
 def pool(ephemeral: Path = EPHEMERAL_RANGE) -> range | None:
     """The ports lyra draws from, or None where the host leaves too few (or is not
     Linux)."""

@@ -1,4 +1,4 @@
-"""A host cluster's node start (``host_cluster.start_retried``): tried again after the
+"""A host cluster's node start (``node_start.start_retried``): tried again after the
 transient failures Ray reports under load, not after any other, its failed tries'
 process groups forgotten and the log kept whole."""
 
@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 
 from lyra_ray.ops.embedded import START_TRIES
-from lyra_ray.ops.host_cluster import start_retried
+from lyra_ray.ops.node_start import start_retried
 
 FLAKY = """
 import sys
