@@ -142,7 +142,7 @@ def summarise(
     busy_s: float,
     cores: int,
     by_kind: dict[str, float],
-    by_name: dict[str, float] | None = None,
+    by_name: dict[str, float],
 ) -> dict[str, Any]:
     """The stored record: totals, the floor, each kind's seconds and share, and the
     ``TOP_NAMES`` names that spent the most."""
@@ -160,8 +160,7 @@ def summarise(
             for k, v in sorted(by_kind.items(), key=lambda kv: -kv[1])
         },
         "top_names": {
-            k: round(v, 1)
-            for k, v in sorted((by_name or {}).items(), key=lambda kv: -kv[1])[:TOP_NAMES]
+            k: round(v, 1) for k, v in sorted(by_name.items(), key=lambda kv: -kv[1])[:TOP_NAMES]
         },
     }
 
