@@ -24,24 +24,31 @@ def render(data: dict[str, Any]) -> str:
             f"| {r['floor_min']:.1f} min | {r['note']} |"
         )
     last = data["runs"][-1]
+    share = last.get("counted_share", last.get("sampled_share")) or 0
+    how = last.get("counted_by", "samples every 15 s")  # older records: samples only
+    whole = how == "process accounting"
     rows += [
         "",
         "One core's speed: seconds for a fixed pure-Python loop before the run "
         "(`suite_cpu.calibration_s`), lower is faster. Floor: the host's busy CPU over its "
         "cores, the shortest the run could take on that host with its work unchanged.",
         "",
-        f"Where the newest run's CPU went, by kind of process ({last['at']}; the samples saw "
-        f"{100 * (last['sampled_share'] or 0):.0f} % of the host's busy CPU: processes "
-        "that start and end between two samples are missed):",
+        f"Where the newest run's CPU went, by kind of process ({last['at']}; counted by "
+        f"{how}, which holds {100 * share:.0f} % of the host's busy CPU"
+        + ("" if whole else ": processes that start and end between two samples are missed")
+        + "):",
         "",
-        "| kind of process | CPU-s | share |",
-        "|---|---:|---:|",
+        "| kind of process | processes | CPU-s | share |",
+        "|---|---:|---:|---:|",
     ]
     for name, k in last["by_kind"].items():
-        rows.append(f"| {name} | {k['cpu_s']:.0f} | {100 * k['share']:.0f} % |")
+        procs = k.get("processes", "")  # counted from the accounting runs on
+        rows.append(f"| {name} | {procs} | {k['cpu_s']:.0f} | {100 * k['share']:.0f} % |")
     names = list(last.get("top_names", {}).items())[:TOP]  # recorded from the second run on
     if names:
         rows += ["", f"The {len(names)} processes (by name) that spent the most:", ""]
-        rows += ["| process | CPU-s |", "|---|---:|"]
-        rows += [f"| `{n}` | {s:.0f} |" for n, s in names]
+        rows += ["| process | processes | CPU-s |", "|---|---:|---:|"]
+        for n, v in names:
+            cpu, procs = (v["cpu_s"], v["processes"]) if isinstance(v, dict) else (v, "")
+            rows.append(f"| `{n}` | {procs} | {cpu:.0f} |")
     return "\n".join(rows)

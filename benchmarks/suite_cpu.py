@@ -13,10 +13,13 @@ samples ``/proc`` every ``--every`` seconds, and stores in
 - ``calibration_s``: a fixed pure-Python loop's seconds (the fastest of three), timed
   before the command: one core's speed, so that runs on different hosts compare (the
   same suite took 21-26 min on one VM of this project and 31-37 min on the next);
-- CPU seconds by kind of process (:mod:`benchmarks._proc_kinds`), from each process's
-  ``/proc/PID/stat``. That part undercounts: a process that starts and ends between two
-  samples is missed, and one that ends loses its CPU since the last sample, so the
-  kinds sum to less than the host's total (``sampled_share`` says how much less).
+- CPU seconds and process counts by kind of process (:mod:`benchmarks._proc_kinds`) and
+  by name. Where the kernel's process accounting can be turned on (root), every process
+  that ended is counted whole from its record (:mod:`benchmarks._proc_acct`), named by
+  what the samples of ``/proc`` saw it run as; ``counted_by`` says so. Elsewhere the
+  samples alone count, and undercount: a process that starts and ends between two
+  samples is missed, and one that ends loses its CPU since its last sample.
+  ``counted_share`` says how much of the host's busy CPU the kinds hold.
 
     .venv/bin/python -m benchmarks.suite_cpu --note "quiet host" -- bash -c 'LYRA_CI=1 .ci/run'
 
@@ -31,6 +34,7 @@ import os
 import platform
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 from collections import defaultdict
@@ -38,6 +42,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from benchmarks import _proc_acct
 from benchmarks._proc_kinds import cpu_deltas, kind, name
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -93,39 +98,55 @@ def snapshot() -> tuple[dict[Key, float], dict[Key, tuple[str, str]]]:
 
 
 class Sampler:
-    """Samples in a thread until :meth:`stop`; sums each kind's CPU seconds."""
+    """Samples ``/proc`` in a thread until :meth:`stop`: each process's CPU seconds since
+    the first sample, and what it ran as."""
 
     def __init__(self, every_s: float) -> None:
         self.every_s = every_s
-        self.by_kind: dict[str, float] = defaultdict(float)
-        self.by_name: dict[str, float] = defaultdict(float)
+        self.cpu: dict[Key, float] = defaultdict(float)
+        """CPU seconds each process spent between the samples (what they saw)."""
+        self.seen: dict[Key, tuple[str, str]] = {}
+        """Each process's kind and name: its latest, but a Ray worker's task or actor is
+        kept over the ``ray::IDLE`` it goes back to."""
+        self.baseline: dict[Key, float] = {}
+        self.last: dict[Key, float] = {}
         self._stop = threading.Event()
-        self._prev: dict[Key, float] = {}
-        self._first = True
         self._thread = threading.Thread(target=self._run, daemon=True)
 
     def start(self) -> Sampler:
-        self.sample()
+        self.baseline, self.seen = snapshot()
+        self.last = dict(self.baseline)
         self._thread.start()
         return self
 
     def sample(self) -> None:
         now, kinds = snapshot()
-        for key, d in cpu_deltas(self._prev, now, self._first).items():
-            self.by_kind[kinds[key][0]] += d
-            self.by_name[kinds[key][1]] += d
-        self._prev, self._first = now, False
+        for key, d in cpu_deltas(self.last, now).items():
+            self.cpu[key] += d
+        for key, k in kinds.items():
+            if k[0] != IDLE or key not in self.seen:
+                self.seen[key] = k
+        self.last = now
 
     def _run(self) -> None:
         while not self._stop.wait(self.every_s):
             self.sample()
 
-    def stop(self) -> tuple[dict[str, float], dict[str, float]]:
-        """The CPU seconds by kind and by name."""
+    def stop(self) -> None:
+        """The last sample (after accounting stopped: see :func:`_proc_acct.attribute`)."""
         self._stop.set()
         self._thread.join()
         self.sample()
-        return dict(self.by_kind), dict(self.by_name)
+
+    def sampled(self) -> _proc_acct.Whole:
+        """What the samples alone saw, by kind and name."""
+        out = _proc_acct.Whole({}, {}, {}, {})
+        for key, cpu in self.cpu.items():
+            out.add(*self.seen[key], cpu)
+        return out
+
+
+IDLE = "Ray idle workers"
 
 
 def _commit() -> str:
@@ -138,36 +159,88 @@ TOP_NAMES = 25
 
 
 def summarise(
-    wall_s: float,
-    busy_s: float,
-    cores: int,
-    by_kind: dict[str, float],
-    by_name: dict[str, float],
+    wall_s: float, busy_s: float, cores: int, counted: _proc_acct.Whole
 ) -> dict[str, Any]:
-    """The stored record: totals, the floor, each kind's seconds and share, and the
-    ``TOP_NAMES`` names that spent the most."""
-    sampled = sum(by_kind.values())
+    """The stored record: totals, the floor, each kind's seconds, share and processes,
+    and the ``TOP_NAMES`` names that spent the most."""
+    total = sum(counted.cpu_by_kind.values())
     return {
         "wall_s": round(wall_s, 1),
         "cores": cores,
         "host_busy_cpu_s": round(busy_s, 1),
         "host_busy_share": round(busy_s / (wall_s * cores), 3) if wall_s > 0 else None,
         "floor_min": round(busy_s / cores / 60, 1),
-        "sampled_cpu_s": round(sampled, 1),
-        "sampled_share": round(sampled / busy_s, 3) if busy_s > 0 else None,
+        "counted_cpu_s": round(total, 1),
+        "counted_share": round(total / busy_s, 3) if busy_s > 0 else None,
         "by_kind": {
-            k: {"cpu_s": round(v, 1), "share": round(v / sampled, 3) if sampled else 0.0}
-            for k, v in sorted(by_kind.items(), key=lambda kv: -kv[1])
+            k: {
+                "cpu_s": round(v, 1),
+                "share": round(v / total, 3) if total else 0.0,
+                "processes": counted.procs_by_kind[k],
+            }
+            for k, v in sorted(counted.cpu_by_kind.items(), key=lambda kv: -kv[1])
         },
         "top_names": {
-            k: round(v, 1) for k, v in sorted(by_name.items(), key=lambda kv: -kv[1])[:TOP_NAMES]
+            k: {"cpu_s": round(v, 1), "processes": counted.procs_by_name[k]}
+            for k, v in sorted(counted.cpu_by_name.items(), key=lambda kv: -kv[1])[:TOP_NAMES]
         },
     }
 
 
+def boot_s() -> float:
+    """When the host booted, in epoch seconds (``/proc/stat``'s ``btime``)."""
+    with open("/proc/stat") as f:
+        for line in f:
+            if line.startswith("btime "):
+                return float(line.split()[1])
+    raise RuntimeError("/proc/stat has no btime line")
+
+
+HELD = "LYRA_SUITE_CPU_ACCOUNTING"
+"""Set in the measured command's environment while accounting is on. Accounting is one
+host-wide setting: a run inside the measured one (the suite's own test of this script)
+that turned it on and off would take the outer run's records, so it leaves it alone."""
+
+
+def measure(cmd: list[str], every_s: float) -> tuple[int, str, _proc_acct.Whole]:
+    """Runs ``cmd``: its exit status, what counted its processes, and their CPU."""
+    fd, name = tempfile.mkstemp(prefix="suite_cpu-", suffix=".acct")
+    os.close(fd)
+    acct = Path(name)
+    try:
+        if os.environ.get(HELD):
+            why_not: str | None = "process accounting is held by an outer run"
+        else:
+            why_not = _proc_acct.start(acct)
+        sampler = Sampler(every_s).start()
+        try:
+            child = subprocess.Popen(cmd, env={**os.environ, HELD: "1"})
+            try:
+                rc = child.wait()
+            except BaseException:  # interrupted: the command goes too, as subprocess.run does
+                child.kill()
+                child.wait()
+                raise
+        finally:
+            if why_not is None:
+                _proc_acct.stop()
+            sampler.stop()
+        if why_not is None:
+            exited = _proc_acct.parse(acct.read_bytes())
+            if any(rec.pid == child.pid for rec in exited):
+                whole = _proc_acct.attribute(
+                    exited, sampler.baseline, sampler.last, sampler.seen, boot_s(), HZ
+                )
+                return rc, "process accounting", whole
+            why_not = "process accounting was turned off or moved by another program"
+        return rc, f"samples every {every_s:g} s ({why_not})", sampler.sampled()
+    finally:
+        acct.unlink(missing_ok=True)
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--every", type=float, default=15.0, help="seconds between samples")
+    ap.add_argument("--every", type=float, default=5.0, help="seconds between samples")
     ap.add_argument("--note", default="", help="what ran beside it, the host's load")
     ap.add_argument("--out", type=Path, default=OUT, help="the results JSON (appended to)")
     ap.add_argument("command", nargs=argparse.REMAINDER, help="-- then the command to run")
@@ -181,11 +254,7 @@ def main(argv: list[str] | None = None) -> int:
     at = datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
     calib = calibration_s()
     t0, busy0 = time.monotonic(), host_busy_s()
-    sampler = Sampler(args.every).start()
-    try:
-        rc = subprocess.run(cmd).returncode
-    finally:
-        by_kind, by_name = sampler.stop()
+    rc, counted_by, counted = measure(cmd, args.every)
     run = {
         "at": at,
         "commit": _commit(),
@@ -194,7 +263,8 @@ def main(argv: list[str] | None = None) -> int:
         "note": args.note,
         "host": f"{platform.system()} {platform.machine()}, {cores} cores",
         "calibration_s": round(calib, 3),
-        **summarise(time.monotonic() - t0, host_busy_s() - busy0, cores, by_kind, by_name),
+        "counted_by": counted_by,
+        **summarise(time.monotonic() - t0, host_busy_s() - busy0, cores, counted),
     }
     old: dict[str, Any] = {"runs": []}
     if args.out.exists():
@@ -204,7 +274,9 @@ def main(argv: list[str] | None = None) -> int:
     args.out.write_text(json.dumps(old, indent=1) + "\n")
     sys.stderr.write(
         f"suite_cpu: {run['host_busy_cpu_s']:.0f} CPU-s busy in {run['wall_s'] / 60:.1f} min "
-        f"on {cores} cores: a floor of {run['floor_min']:.1f} min (exit {rc}) -> {args.out}\n"
+        f"on {cores} cores: a floor of {run['floor_min']:.1f} min; "
+        f"{100 * (run['counted_share'] or 0):.0f} % of it counted by {counted_by} "
+        f"(exit {rc}) -> {args.out}\n"
     )
     return rc
 
