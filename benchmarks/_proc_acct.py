@@ -20,7 +20,7 @@ import struct
 from dataclasses import dataclass
 from pathlib import Path
 
-from benchmarks._proc_kinds import kind, name
+from benchmarks._proc_kinds import GONE, kind, name
 
 RECORD = struct.Struct("<BBHIIIIIIf8H16s")
 """``struct acct_v3`` (``linux/acct.h``): flag, version, tty, exit code, uid, gid, pid,
@@ -142,6 +142,6 @@ def attribute(
         out.add(k, n, max(0.0, rec.cpu_s - before))
     for key, cpu in final.items():
         if key not in ended and cpu > baseline.get(key, 0.0):
-            k, n = seen.get(key, ("other", "?"))
+            k, n = seen.get(key, GONE)
             out.add(k, n, cpu - baseline.get(key, 0.0))
     return out

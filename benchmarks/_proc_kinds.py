@@ -65,6 +65,21 @@ def name(cmdline: str) -> str:
     return (first.rsplit("/", 1)[-1] or "?")[:60]
 
 
+IDLE = "Ray idle workers"
+GONE = ("other", "?")
+"""An empty command line's kind and name: a zombie's, or a process between fork and exec."""
+
+
+def ran_as(old: tuple[str, str] | None, new: tuple[str, str]) -> tuple[str, str]:
+    """What a process ran as, from an earlier sample's kind and name and a later one's:
+    the later, but a Ray worker's task or actor is kept over the ``ray::IDLE`` it goes
+    back to, and anything over the empty command line of the zombie it becomes (whose
+    exit record the accounting then names by the kind it had)."""
+    if old is not None and (new[0] == IDLE or new == GONE):
+        return old
+    return new
+
+
 def cpu_deltas(
     prev: dict[tuple[int, int], float], now: dict[tuple[int, int], float]
 ) -> dict[tuple[int, int], float]:

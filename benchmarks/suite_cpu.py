@@ -43,7 +43,7 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks import _proc_acct
-from benchmarks._proc_kinds import cpu_deltas, kind, name
+from benchmarks._proc_kinds import cpu_deltas, kind, name, ran_as
 
 ROOT = Path(__file__).resolve().parents[1]
 OUT = ROOT / "benchmarks" / "results" / "suite_cpu.json"
@@ -106,8 +106,7 @@ class Sampler:
         self.cpu: dict[Key, float] = defaultdict(float)
         """CPU seconds each process spent between the samples (what they saw)."""
         self.seen: dict[Key, tuple[str, str]] = {}
-        """Each process's kind and name: its latest, but a Ray worker's task or actor is
-        kept over the ``ray::IDLE`` it goes back to."""
+        """Each process's kind and name (:func:`ran_as`)."""
         self.baseline: dict[Key, float] = {}
         self.last: dict[Key, float] = {}
         self._stop = threading.Event()
@@ -124,8 +123,7 @@ class Sampler:
         for key, d in cpu_deltas(self.last, now).items():
             self.cpu[key] += d
         for key, k in kinds.items():
-            if k[0] != IDLE or key not in self.seen:
-                self.seen[key] = k
+            self.seen[key] = ran_as(self.seen.get(key), k)
         self.last = now
 
     def _run(self) -> None:
@@ -144,9 +142,6 @@ class Sampler:
         for key, cpu in self.cpu.items():
             out.add(*self.seen[key], cpu)
         return out
-
-
-IDLE = "Ray idle workers"
 
 
 def _commit() -> str:

@@ -14,7 +14,7 @@ import pytest
 
 from benchmarks import _proc_acct
 from benchmarks._proc_acct import RECORD, Exited, Whole, attribute, comp_t, parse
-from benchmarks._proc_kinds import cpu_deltas, kind, name
+from benchmarks._proc_kinds import GONE, cpu_deltas, kind, name, ran_as
 from benchmarks.suite_cpu import HELD, main, measure, summarise
 
 
@@ -71,6 +71,18 @@ def test_each_process_has_its_kind(cmdline: str, want: str) -> None:
 )
 def test_each_process_has_its_name(cmdline: str, want: str) -> None:
     assert name(cmdline) == want
+
+
+def test_a_process_is_named_by_its_busiest_title_not_its_idle_or_zombie_one() -> None:
+    worker = ("training workers", "ray::GangWorker.run")
+    idle = ("Ray idle workers", "ray::IDLE")
+    assert ran_as(None, idle) == idle  # first seen idle: idle until it runs something
+    assert ran_as(idle, worker) == worker
+    assert ran_as(worker, idle) == worker  # back in the pool: still what it ran
+    assert ran_as(worker, GONE) == worker  # a zombie's empty command line
+    assert ran_as(None, GONE) == GONE
+    other = ("lyra scheduler", "ray::GlobalScheduler")
+    assert ran_as(worker, other) == other  # a worker reused for another actor
 
 
 def test_cpu_between_samples_counts_new_processes_whole_and_old_ones_by_their_delta() -> None:
