@@ -28,6 +28,12 @@ TABLES: tuple[Table, ...] = (
         "benchmarks._suite_cpu_table:render",
     ),
     Table(
+        "worker-start",
+        "docs/testing.md",
+        "benchmarks/results/worker_start_cpu.json",
+        "benchmarks._worker_start_table:render",
+    ),
+    Table(
         "h200-catalogue",
         "docs/profiling.md",
         "lyra_ray/model/data/h200_throughputs.json",

@@ -56,13 +56,31 @@ def kind(cmdline: str) -> str:
 def name(cmdline: str) -> str:
     """A process's name within its kind: Ray's process title (``ray::GangWorker.run``,
     the Serve replica's application and deployment, not its replica id), else the
-    program's file name."""
-    first = cmdline.split("\0", 1)[0].strip()
+    program's file name; for a Python interpreter, what it runs (``python -m pytest``,
+    ``python -c``, ``ray start``, ``dashboard.py``), since hundreds of short-lived
+    ``python`` processes otherwise share one name."""
+    args = [a for a in cmdline.split("\0") if a]
+    first = args[0].strip() if args else ""
     if first.startswith("ray::"):
         title = first.split(" ", 1)[0]
         replica = re.match(r"(ray::ServeReplica:[^:]+:[^.:]+)", title)
         return (replica.group(1) if replica else title)[:60]
-    return (first.rsplit("/", 1)[-1] or "?")[:60]
+    prog = first.rsplit("/", 1)[-1] or "?"
+    if not re.fullmatch(r"python[0-9.]*", prog):
+        return prog[:60]
+    rest = args[1:]
+    while rest and rest[0].startswith("-") and rest[0] not in ("-m", "-c"):
+        rest = rest[1:]  # the interpreter's own options (-u, -B, -X ...)
+    if not rest:
+        return prog
+    if rest[0] == "-c":
+        return f"{prog} -c"
+    if rest[0] == "-m":
+        return f"{prog} -m {rest[1] if len(rest) > 1 else ''}".strip()[:60]
+    script = rest[0].rsplit("/", 1)[-1]
+    if script in ("ray", "lyra") and len(rest) > 1:  # the CLIs: which command
+        return f"{script} {rest[1]}"[:60]
+    return script[:60]
 
 
 IDLE = "Ray idle workers"

@@ -67,6 +67,12 @@ def test_each_process_has_its_kind(cmdline: str, want: str) -> None:
         ("ray::ServeReplica:lyra-shop:Model.handle_request\0", "ray::ServeReplica:lyra-shop:Model"),
         ("/x/ray/core/src/ray/raylet/raylet\0--node", "raylet"),
         ("", "?"),
+        ("/v/bin/python\0-u\0-m\0pytest\0-q", "python -m pytest"),
+        ("/v/bin/python3\0-c\0while True: pass", "python3 -c"),
+        ("/v/bin/python\0/v/bin/ray\0start\0--head", "ray start"),
+        ("/v/bin/python\0-B\0/v/ray/dashboard/dashboard.py\0--host", "dashboard.py"),
+        ("/v/bin/python", "python"),
+        ("/v/bin/python\0-m", "python -m"),
     ],
 )
 def test_each_process_has_its_name(cmdline: str, want: str) -> None:
