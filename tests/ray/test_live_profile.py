@@ -5,7 +5,13 @@ loads, ``lyra simulate --throughputs`` reads it, and a scheduler seeded with it
 
 Measuring windows are short here (0.4 s): fake GPUs on a 2-core host, where the numbers
 mean little; what is tested is that every measurement runs, through the scheduler, and
-lands in a file the rest of lyra reads.
+lands in a file the rest of lyra reads, each under its own job.
+
+That last check compares the two jobs' rates, so their paces differ by more than a
+starved host can turn around: ``slow`` sleeps 0.1 s a step (at most 10 steps/s) against
+``small``'s 0.01 s. With ``slow`` at 0.03 s, a whole run under a one-core CPU hog
+(2026-12-02) measured ``small`` at 22.3 steps/s and ``slow`` at 27.2: ``small``'s windows
+fell among the host's stalls, and a step's CPU, not its sleep, set both rates.
 """
 
 from __future__ import annotations
@@ -54,7 +60,7 @@ def _jobs_file(tmp: Path) -> Path:
             "total_steps": 100,
             "entrypoint": "lyra_ray.jobs.train_example:train_loop",
             "throughput": {"v100": 1.0},
-            "config": {"step_sleep_s": 0.03, "hidden": 64},
+            "config": {"step_sleep_s": 0.1, "hidden": 64},
         },
     ]
     f = tmp / "jobs.yaml"
