@@ -42,6 +42,9 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+if __package__ in (None, ""):  # run as a script: the repository root on the path
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
 from benchmarks import _proc_acct
 from benchmarks._proc_kinds import cpu_deltas, kind, name, ran_as
 
