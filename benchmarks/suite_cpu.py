@@ -29,7 +29,6 @@ The command's exit status is this script's; its output passes through.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import platform
 import subprocess
@@ -47,6 +46,7 @@ if __package__ in (None, ""):  # run as a script: the repository root on the pat
 
 from benchmarks import _proc_acct
 from benchmarks._proc_kinds import cpu_deltas, kind, name, ran_as
+from benchmarks._runs_file import append_run
 
 ROOT = Path(__file__).resolve().parents[1]
 OUT = ROOT / "benchmarks" / "results" / "suite_cpu.json"
@@ -264,12 +264,7 @@ def main(argv: list[str] | None = None) -> int:
         "counted_by": counted_by,
         **summarise(time.monotonic() - t0, host_busy_s() - busy0, cores, counted),
     }
-    old: dict[str, Any] = {"runs": []}
-    if args.out.exists():
-        old = json.loads(args.out.read_text())
-    old["runs"].append(run)
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(old, indent=1) + "\n")
+    append_run(args.out, run)
     sys.stderr.write(
         f"suite_cpu: {run['host_busy_cpu_s']:.0f} CPU-s busy in {run['wall_s'] / 60:.1f} min "
         f"on {cores} cores: a floor of {run['floor_min']:.1f} min; "

@@ -24,7 +24,6 @@ and the single samples, appended to ``benchmarks/results/worker_start_cpu.json``
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import statistics
 import sys
@@ -105,6 +104,7 @@ def _rounds(text: str) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
+    from benchmarks._runs_file import append_run
     from benchmarks.suite_cpu import _commit, calibration_s
 
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
@@ -122,12 +122,7 @@ def main(argv: list[str] | None = None) -> int:
         "rounds": args.rounds,
         "kinds": summarise(measure(args.rounds)),
     }
-    old: dict[str, Any] = {"runs": []}
-    if args.out.exists():
-        old = json.loads(args.out.read_text())
-    old["runs"].append(run)
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(old, indent=1) + "\n")
+    append_run(args.out, run)
     sys.stderr.write(
         "worker start, median CPU-s: "
         + ", ".join(f"{k} {v['median_cpu_s']:.2f}" for k, v in run["kinds"].items())
