@@ -20,6 +20,8 @@ import argparse
 import math
 import os
 import sys
+import time
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from lyra_ray.model.errors import InputError
@@ -62,6 +64,12 @@ def add_serve_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--rps", type=float, default=5.0, help="requests per second")
     p.add_argument("--duration", type=float, default=60.0, help="seconds of traffic")
     p.add_argument("--shift-every", type=float, default=20.0, help="seconds per topic")
+    p.add_argument(
+        "--ready-s",
+        type=float,
+        default=300.0,
+        help="longest wait for the service's first server before any traffic",
+    )
 
 
 def service_spec(args: argparse.Namespace) -> dict[str, Any]:
@@ -70,6 +78,8 @@ def service_spec(args: argparse.Namespace) -> dict[str, Any]:
 
     if not (args.duration > 0 and args.shift_every > 0 and args.rps > 0):
         raise InputError("--duration, --shift-every and --rps: must be > 0")
+    if not (math.isfinite(args.ready_s) and args.ready_s > 0):
+        raise InputError(f"--ready-s: a finite number of seconds > 0, got {args.ready_s}")
     config: dict[str, Any] = {
         "arch": args.arch,
         "layers": args.layers,
@@ -124,7 +134,9 @@ def serve_main(args: argparse.Namespace) -> int:
     if address:
         from lyra_ray.sdk import Client
 
-        _drive(Client(address), spec, args)
+        if not _drive(Client(address), spec, args):
+            print(f"moe serve: {_no_server(args)}; service {args.name} is left deployed")
+            return 1
         print(
             f"moe serve: done after {args.duration:.0f} s; service {args.name} keeps running "
             f"(`lyra serve remove {args.name}` removes it)"
@@ -154,18 +166,55 @@ def serve_main(args: argparse.Namespace) -> int:
                 "serve_port": free_port(),
             }
         )
-        _drive(Client(live.address), spec, args)
+        served = _drive(Client(live.address), spec, args)
+    if not served:
+        print(f"moe serve: {_no_server(args)}; the cluster it started is shut down")
+        return 1
     print(f"moe serve: done after {args.duration:.0f} s; the cluster it started is shut down")
     return 0
 
 
-def _drive(client: Any, spec: dict[str, Any], args: argparse.Namespace) -> None:
-    """Deploy, then one period of traffic per topic in turn, printing the plan after each."""
+def _no_server(args: argparse.Namespace) -> str:
+    return f"service {args.name} got no server within {args.ready_s:.0f} s, no traffic sent"
+
+
+READY_POLL_S = 0.5
+
+
+def wait_for_first_server(
+    plan_of: Callable[[], Mapping[str, Any]],
+    timeout_s: float,
+    clock: Callable[[], float] = time.monotonic,
+    sleep: Callable[[float], None] = time.sleep,
+) -> float | None:
+    """Seconds until the service's plan holds a device, None if not within ``timeout_s``.
+
+    WHY before any traffic: a freshly deployed MoE service has no server until the pool
+    deploys its backend on one (a Serve app whose replicas start processes and import
+    PyTorch), and requests sent before then wait for it. On a loaded host that took over
+    60 s, and every request of a 6-s run timed out (the suite under a one-core CPU hog,
+    2026-12-02): the traffic measured the service's cold start, not the service."""
+    start = clock()
+    while True:
+        if int(plan_of().get("devices") or 0) > 0:
+            return clock() - start
+        if clock() - start >= timeout_s:
+            return None
+        sleep(READY_POLL_S)
+
+
+def _drive(client: Any, spec: dict[str, Any], args: argparse.Namespace) -> bool:
+    """Deploy, wait for its first server, then one period of traffic per topic in turn,
+    printing the plan after each. False if no server came (and no traffic was sent)."""
     from lyra_ray.serving.load import run_load
     from lyra_ray.serving.load_pattern import LoadPattern
 
     url = client.deploy_service(spec)
     print(f"service {args.name} (MoE, lyra-owned): {url}")
+    waited = wait_for_first_server(lambda: _plan(client, args.name), args.ready_s)
+    if waited is None:
+        return False
+    print(f"    first server up after {waited:.1f} s")
     seen = 0.0
     periods = max(1, math.ceil(args.duration / args.shift_every))
     for i in range(periods):
@@ -185,6 +234,7 @@ def _drive(client: Any, spec: dict[str, Any], args: argparse.Namespace) -> None:
             seen = r["at"]
         if rep.failed:
             print(f"    failed: {rep.failures_by_reason}", file=sys.stderr)
+    return True
 
 
 def _plan(client: Any, name: str) -> dict[str, Any]:
