@@ -65,6 +65,12 @@ def name(cmdline: str) -> str:
         title = first.split(" ", 1)[0]
         replica = re.match(r"(ray::ServeReplica:[^:]+:[^.:]+)", title)
         return (replica.group(1) if replica else title)[:60]
+    if re.match(r"[\w.:-]+ \(", first):
+        # A title set over the whole command line, with the command after it in
+        # parentheses: Ray dashboard's module processes (``ray-dashboard-JobHead-0
+        # (/v/bin/python -c "...forkserver...sys_path: [...]")``), whose last ``/`` would
+        # otherwise name them by a fragment of their search path.
+        return first.split(" ", 1)[0][:60]
     prog = first.rsplit("/", 1)[-1] or "?"
     if not re.fullmatch(r"python[0-9.]*", prog):
         return prog[:60]

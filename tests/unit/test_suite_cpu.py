@@ -73,6 +73,12 @@ def test_each_process_has_its_kind(cmdline: str, want: str) -> None:
         ("/v/bin/python\0-B\0/v/ray/dashboard/dashboard.py\0--host", "dashboard.py"),
         ("/v/bin/python", "python"),
         ("/v/bin/python\0-m", "python -m"),
+        (
+            'ray-dashboard-JobHead-0 (/v/bin/python -B -c "from multiprocessing.forkserver'
+            " import main; main(25, 27, ['ray'], **{'sys_path': ['/v/lib/site-packages',"
+            " '__editable__.x.__path_hook__']})\")",
+            "ray-dashboard-JobHead-0",
+        ),
     ],
 )
 def test_each_process_has_its_name(cmdline: str, want: str) -> None:
