@@ -29,6 +29,13 @@ from benchmarks.suite_cpu import HELD, main, measure, summarise
         ("ray::IDLE", "Ray idle workers"),
         ("/x/ray/core/src/ray/gcs/gcs_server\0--log_dir=/tmp", "Ray core (GCS, raylets)"),
         ("/x/ray/core/src/ray/raylet/raylet\0--node", "Ray core (GCS, raylets)"),
+        (  # its arguments name the workers and agents it starts: the program decides
+            "/x/ray/core/src/ray/raylet/raylet\0--python_worker_command=/v/bin/python"
+            " /x/ray/_private/workers/default_worker.py\0--agent_command=/v/bin/python"
+            " -u /x/ray/dashboard/agent.py",
+            "Ray core (GCS, raylets)",
+        ),
+        ("/v/bin/python\0/x/ray/_private/workers/default_worker.py\0--node", "Ray idle workers"),
         ("ray::DashboardAgent", "Ray dashboard, agents, monitors"),
         ("python\0/x/ray/dashboard/dashboard.py\0--host", "Ray dashboard, agents, monitors"),
         ("ray-dashboard-NodeHead-0", "Ray dashboard, agents, monitors"),
