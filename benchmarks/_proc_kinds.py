@@ -19,9 +19,9 @@ KINDS: tuple[tuple[str, str], ...] = (
     (r"^ray::ServeRepli", "serving replicas"),
     (r"^ray::(ServeContr|ProxyActor|ServeProxy)", "Serve controller and proxy"),
     # Before the patterns that match anywhere in a command line, and on the program
-    # alone: a raylet's own arguments name the
-    # commands it starts (``--python_worker_command=... default_worker.py``,
-    # ``--agent_command=... dashboard/agent.py``), which the later patterns match.
+    # alone: a raylet's own arguments name the commands it starts
+    # (``--python_worker_command=... default_worker.py``, ``--agent_command=...
+    # dashboard/agent.py``), which the later patterns match.
     (r"^(\S*/)?(gcs_server|raylet)( |$)", "Ray core (GCS, raylets)"),
     (r"^ray::(IDLE|SpillWorke|RestoreWor)|default_worker\.py", "Ray idle workers"),
     (
