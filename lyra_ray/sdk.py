@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from lyra_ray.client.home import recorded_auth_mode, resolve_token
-from lyra_ray.contract.errors import AuthError
+from lyra_ray.contract.errors import AuthError, LyraError
 
 if "RAY_AUTH_MODE" not in os.environ:
     # Ray reads the auth mode once, when it is imported, and a client given an explicit
@@ -60,10 +60,6 @@ BOUNDARY_TIMEOUT_S = 900.0
 worker's start, at most 300 s, then ``entrypoint_check_s`` for the import)."""
 
 __all__ = ["TERMINAL", "AuthError", "Client", "LyraError", "SpecError"]
-
-
-class LyraError(RuntimeError):
-    """The scheduler is unreachable or refused a request that is not a spec error."""
 
 
 class Client:
@@ -117,8 +113,13 @@ class Client:
                 ray.exceptions.RayActorError,
                 ray.exceptions.ActorUnavailableError,
                 ray.exceptions.GetTimeoutError,
-            ):
+            ) as e:
                 if time.monotonic() > deadline:
+                    if isinstance(e, ray.exceptions.GetTimeoutError):
+                        raise LyraError(
+                            f"the scheduler did not answer {method!r} within {timeout:g} s "
+                            "(busy or stuck: its GlobalScheduler actor's log says which)"
+                        ) from None
                     raise
                 time.sleep(1.0)
                 with contextlib.suppress(LyraError):

@@ -15,6 +15,7 @@ import sys
 from collections.abc import Sequence
 
 from lyra_ray import __version__
+from lyra_ray.contract.errors import LyraError
 from lyra_ray.model.errors import InputError
 
 # Command groups that register themselves on the parser; a group whose optional
@@ -93,7 +94,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except InputError as e:
         print(f"lyra: error: {e}", file=sys.stderr)
         return 2
-    except PermissionError as e:  # a refused lyra token (AuthError), an unreadable file
+    except (PermissionError, LyraError) as e:
+        # a refused lyra token (AuthError), an unreadable file; a scheduler that is not
+        # there or did not answer in time (the SDK's LyraError): one line, not a traceback
         print(f"lyra: error: {e}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:
