@@ -5,7 +5,7 @@ Owned by :class:`~lyra_ray.runtime.serving.ServingPool`, which decides the serve
 that can be restarted behind the scheduler's back (a crash, a redeploy) and then know
 none: this remembers what was told, notices when an ingress reports other servers, and
 tells it again at the next poll. Every call to an ingress goes through here, with one
-timeout, and none to an ingress whose application Serve does not list as running yet.
+timeout.
 """
 
 from __future__ import annotations
@@ -35,18 +35,7 @@ def call(name: str, method: str, *args: Any) -> Any:
 
 
 class IngressRoutes:
-    def __init__(self, running: Callable[[str], bool] = lambda name: True) -> None:
-        self.running = running
-        """Whether ``name``'s ingress application runs (the pool's last ``serve.status()``).
-
-        WHY: a call to an ingress that is still starting waits for its replica, up to
-        ``CALL_TIMEOUT_S``, and the scheduler makes most of them in its cycle, under the
-        lock that every view (``lyra status``, ``overview``) takes: a cycle's
-        ``set_backends`` and ``stats`` could hold it 60 s. In the suite under a one-core
-        CPU hog (2026-12-02), ``lyra moe serve``'s ``overview`` timed out after 60 s while
-        its new MoE service started. An ingress that does not run yet is treated as one
-        that could not be told (asked again at the next poll) and as having no counters
-        and no plan yet, without a call."""
+    def __init__(self) -> None:
         self.told: dict[str, set[str]] = {}
         """Per service: the servers its ingress was last told."""
         self.retry = False
@@ -57,9 +46,6 @@ class IngressRoutes:
         """Tell each service's ingress its servers; stops at the first that cannot be
         told (it may still be starting) and retries all at the next poll."""
         for name, backends in targets.items():
-            if not self.running(name):
-                self.retry = True
-                return
             try:
                 call(name, "set_backends", backends)
             except Exception:
@@ -92,8 +78,6 @@ class IngressRoutes:
         """The ingress's counters, None while it still starts. One that routes to other
         servers than ``expected()`` (Serve restarted it after a crash: it knows none) is
         told them again at the next poll."""
-        if not self.running(name):
-            return None
         try:
             got = dict(call(name, "stats"))
         except Exception:
@@ -105,8 +89,6 @@ class IngressRoutes:
 
     def plan(self, name: str) -> dict[str, Any]:
         """A MoE service's expert plan, as its ingress holds it ({} while it starts)."""
-        if not self.running(name):
-            return {}
         try:
             return dict(call(name, "plan"))
         except Exception:

@@ -78,9 +78,7 @@ class ServingPool:
         self.nodes: dict[str, m.Node] = {}
         """The inference servers, as the inventory reports them."""
         self.loans = ServerLoans()
-        self.routes = IngressRoutes(
-            lambda name: _running(self._status, apps.ingress_app_name(name))
-        )
+        self.routes = IngressRoutes()
         self.dropped: dict[str, str] = {}
         """Saved services a restart did not deploy again, with the line saying why."""
 
