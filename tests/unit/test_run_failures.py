@@ -65,6 +65,10 @@ def runtime(monkeypatch: pytest.MonkeyPatch) -> RayRuntime:
     monkeypatch.setattr(runs, "kill_run", lambda job, gen, *_: True)
     monkeypatch.setattr(runs, "end_job", lambda job: None)
     monkeypatch.setattr(runs, "release", lambda job: None)
+    # A stop request too: unrecorded, it created the control actor through Ray's
+    # auto-init, and `make test-unit` once hung there (2026-12-02: the test process
+    # waiting in Ray's Node._init_gcs_client for a GCS, with none started).
+    monkeypatch.setattr(runs, "request_stop", lambda job, gen, keep=None: None)
     monkeypatch.setattr(ray_runtime, "get_or_create_control", lambda: None)
     spec = m.JobSpec(name="j", total_steps=100.0, entrypoint="a:b", throughput={"k80": 1.0})
     rt = RayRuntime(lambda _j: spec, "/tmp/lyra-unused", max_restarts=2)
