@@ -15,7 +15,6 @@ tree, under different load, sit side by side.
 from __future__ import annotations
 
 import argparse
-import json
 import platform
 import subprocess
 import sys
@@ -24,6 +23,11 @@ from collections import defaultdict
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
+
+if __package__ in (None, ""):  # run as a script: the repository root on the path
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from benchmarks._runs_file import append_run
 
 ROOT = Path(__file__).resolve().parents[1]
 OUT = ROOT / "benchmarks" / "results" / "suite_times.json"
@@ -146,11 +150,9 @@ def main(argv: list[str] | None = None) -> int:
         at=at.astimezone(UTC).strftime("%Y-%m-%d %H:%M UTC"),
         host=f"{platform.system()} {platform.machine()}, Python {platform.python_version()}",
     )
-    old: dict[str, Any] = {"runs": []}
-    if OUT.exists() and not args.replace:
-        old = json.loads(OUT.read_text())
-    old["runs"].append(run)
-    OUT.write_text(json.dumps(old, indent=1) + "\n")
+    if args.replace:
+        OUT.unlink(missing_ok=True)
+    append_run(OUT, run)
     sys.stderr.write(
         f"{' + '.join(map(str, args.junit))}: {run['tests']} tests in {run['wall_s'] / 60:.1f} min "
         f"({run['failures']} failed) -> {OUT}\n"
