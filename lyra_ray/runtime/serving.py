@@ -223,6 +223,7 @@ class ServingPool:
         for node in self.state:
             self.copies.delete(name, node)
         self.copies.forget(name)
+        self.routes.removed(name)
 
     def url(self, name: str) -> str:
         return self.proxy.url(self.services[name].http_route)
@@ -328,14 +329,17 @@ class ServingPool:
                 self._serving_step(node, status)
         if self.routes.stale({n: self._targets(n) for n in self.services}):
             self._route()
-        return self.demand.sample(now, self._stats)
+        deadline = self.routes.calls.clock() + self.routes.calls.wait_s
+        return self.demand.sample(now, lambda name: self._stats(name, deadline))
 
     def _serving_step(self, node: str, status: Mapping[str, Any]) -> None:
-        """A serving server whose copy of a user's application is missing (its deploy
-        failed, or Serve lost it) gets it deployed again."""
+        """A serving server whose copy of a service is missing gets it deployed again:
+        its deploy failed, Serve lost it, or the service was deployed while the server
+        drained and a reclaim cut that drain short (the server serves again at once, but
+        the new service's copy went only to the servers serving then)."""
         for name, spec in self.services.items():
             app = apps.backend_app_name(name, node)
-            if spec.model == "app" and app not in status and not self.copies.busy(name, node):
+            if app not in status and not self.copies.busy(name, node):
                 self._deploy_backend(spec, node)
 
     def _drain_step(self, node: str, status: Mapping[str, Any]) -> None:
@@ -343,9 +347,10 @@ class ServingPool:
         if node not in self.loans.deleting:
             if any(self.copies.busy(s, node) for s in self.services):
                 return  # a copy still being deployed: delete it once it has landed
-            busy = sum(self.routes.inflight_on(s, node) for s in self.services)
-            if busy:
-                return
+            if any(self.routes.may_route_to(s, node) for s in self.services):
+                return  # an ingress has not confirmed it sends nothing new there
+            if self.routes.inflight_on(self.services, node) != 0:
+                return  # requests still run there, or an ingress has not said yet
             for s in self.services:
                 self.copies.delete(s, node)
             self.loans.deleting_copies(node)
@@ -369,8 +374,8 @@ class ServingPool:
             self.demand.rise_at = None
         self._route()
 
-    def _stats(self, name: str) -> Mapping[str, Any] | None:
-        return self.routes.stats(name, lambda: set(self._targets(name)))
+    def _stats(self, name: str, deadline: float) -> Mapping[str, Any] | None:
+        return self.routes.stats(name, lambda: set(self._targets(name)), deadline)
 
     # ------------------------------------------------------------------ status
 
