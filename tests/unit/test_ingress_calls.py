@@ -249,3 +249,11 @@ def test_a_removed_service_is_read_no_more(world) -> None:
     routes.stats("svc", lambda: {"n1"})
     routes.removed("svc")
     assert calls.flying == {} and "svc" not in routes.told
+
+
+def test_the_plan_of_an_ingress_that_never_confirmed_its_servers_is_not_asked(world) -> None:
+    _, ing, _ = world
+    routes = routes_of(world)
+    routes.tell(TARGETS)
+    assert routes.plan("svc") == {}
+    assert ing.count("plan") == 0  # a view would have waited 30 s for a starting ingress
