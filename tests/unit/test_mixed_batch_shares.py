@@ -43,7 +43,14 @@ def test_a_worker_reads_its_own_share_or_an_even_split(
     assert worker_share(shares, label, 4) == pytest.approx(want)  # type: ignore[arg-type]
 
 
-def test_the_runtime_puts_the_shares_in_a_mixed_runs_config_only() -> None:
+def test_the_runtime_puts_the_shares_in_a_mixed_runs_config_only(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # No control actor: creating it started a whole local Ray through Ray's auto-init,
+    # in a unit test, and hung there when a stale cluster file pointed at a dead GCS.
+    from lyra_ray.runtime import ray_runtime
+
+    monkeypatch.setattr(ray_runtime, "get_or_create_control", lambda: None)
     spec = JobSpec(name="j", total_steps=10, min_workers=2, max_workers=4,
                    throughput={"v100": 1.0, "t4": 0.5}, config={"lr": 0.1})  # fmt: skip
     rt = RayRuntime(lambda _j: spec, "/tmp/ckpt", speeds=lambda s, g: s.throughput[g])  # type: ignore[index]
