@@ -85,8 +85,7 @@ class IngressCalls:
         ``give_up_s``). Waits at most until ``deadline`` (``clock()`` time; default: one
         ``wait_s`` from now). A key with no call in flight raises ``KeyError``."""
         call = self.flying[key]
-        now = self.clock()
-        wait = max(0.0, (now + self.wait_s if deadline is None else deadline) - now)
+        wait = max(0.0, (self.deadline() if deadline is None else deadline) - self.clock())
         try:
             value = call.response.result(timeout_s=wait)
         except TimeoutError as e:
@@ -100,6 +99,10 @@ class IngressCalls:
             raise
         del self.flying[key]
         return value
+
+    def deadline(self) -> float:
+        """One wait from now (``clock()`` time): the bound on calls read together."""
+        return self.clock() + self.wait_s
 
     def sent_at(self, key: Key) -> float:
         """When (``clock()`` time) the call in flight under ``key`` was sent."""

@@ -57,7 +57,7 @@ class IngressRoutes:
             except Exception:
                 log.info("ingress of %s not ready yet", name, exc_info=True)
                 self.retry = True
-        self._settle(self.calls.clock() + self.calls.wait_s)
+        self._settle(self.calls.deadline())
 
     def _settle(self, deadline: float) -> None:
         """Read the answers to the ``set_backends`` calls in flight, waiting at most
@@ -116,7 +116,7 @@ class IngressRoutes:
                 known = False
                 continue
             pending.append(key)
-        deadline = self.calls.clock() + self.calls.wait_s
+        deadline = self.calls.deadline()
         for key in pending:
             asked_at = self.calls.sent_at(key)
             try:
@@ -180,6 +180,14 @@ class IngressRoutes:
         ):
             self.retry = True
         return got
+
+    def stats_reader(
+        self, expected: Callable[[str], set[str]]
+    ) -> Callable[[str], Mapping[str, Any] | None]:
+        """:meth:`stats` for one poll's services, read within one wait shared by all;
+        ``expected(name)`` gives the servers a service's ingress should route to."""
+        deadline = self.calls.deadline()
+        return lambda name: self.stats(name, lambda: expected(name), deadline)
 
     def plan(self, name: str) -> dict[str, Any]:
         """A MoE service's expert plan, as its ingress holds it ({} while it starts).

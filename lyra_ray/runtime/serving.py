@@ -329,8 +329,7 @@ class ServingPool:
                 self._serving_step(node, status)
         if self.routes.stale({n: self._targets(n) for n in self.services}):
             self._route()
-        deadline = self.routes.calls.clock() + self.routes.calls.wait_s
-        return self.demand.sample(now, lambda name: self._stats(name, deadline))
+        return self.demand.sample(now, self.routes.stats_reader(lambda n: set(self._targets(n))))
 
     def _serving_step(self, node: str, status: Mapping[str, Any]) -> None:
         """A serving server whose copy of a service is missing gets it deployed again:
@@ -373,9 +372,6 @@ class ServingPool:
         if not self.loans.reclaimed(node, now, self.demand.rise_at):
             self.demand.rise_at = None
         self._route()
-
-    def _stats(self, name: str, deadline: float) -> Mapping[str, Any] | None:
-        return self.routes.stats(name, lambda: set(self._targets(name)), deadline)
 
     # ------------------------------------------------------------------ status
 

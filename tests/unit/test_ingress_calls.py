@@ -257,3 +257,13 @@ def test_the_plan_of_an_ingress_that_never_confirmed_its_servers_is_not_asked(wo
     routes.tell(TARGETS)
     assert routes.plan("svc") == {}
     assert ing.count("plan") == 0  # a view would have waited 30 s for a starting ingress
+
+
+def test_one_polls_counters_are_read_within_one_shared_wait(world) -> None:
+    clock, ing, _ = world
+    routes = routes_of(world)
+    read = routes.stats_reader(lambda name: {"n1"})
+    assert [read(name) for name in ("a", "b", "c")] == [None, None, None]
+    assert clock.t == pytest.approx(1.0)  # one wait for the three, not three
+    ing.last("b", "stats").value = {"ongoing_avg": 0.5, "routing": ["n1"]}
+    assert routes.stats_reader(lambda name: {"n1"})("b") == {"ongoing_avg": 0.5, "routing": ["n1"]}
