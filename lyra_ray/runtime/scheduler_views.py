@@ -188,6 +188,9 @@ class SchedulerViews:
             with self.lock:  # the cheap checks first: routes, room on the servers
                 for spec in specs:
                     self.serving.check(spec, None, specs)
+            # Serve's first start takes a minute on a loaded host: not under the lock
+            # every view and the cycle take (the checks below then see its routes)
+            self.serving.proxy.start()
             checked = []
             for raw, spec in zip(raws, specs, strict=True):
                 shape = check_app(spec, self.cfg.entrypoint_check_s) if spec.app else None

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import logging
+import threading
 import time
 import urllib.request
 from typing import Any
@@ -102,14 +103,23 @@ class ServeProxy:
     def __init__(self, host: str = "127.0.0.1", port: int = 8000) -> None:
         self.host, self.port = host, port
         self.started = False
+        self._starting = threading.Lock()
 
     def start(self) -> None:
         """Start Serve's HTTP proxy, or adopt the one already running: its host and port
-        are the truth."""
+        are the truth.
+
+        WHY a lock of its own: a deploy starts Serve before it takes the scheduler's lock
+        (``serve.start`` took 72-101 s on a loaded host, and every view waited behind it);
+        two deploys at once then start it once, and the second waits here, not the
+        scheduler."""
         if self.started:
             return
-        self.host, self.port = start_serve(self.host, self.port)
-        self.started = True
+        with self._starting:
+            if self.started:
+                return
+            self.host, self.port = start_serve(self.host, self.port)
+            self.started = True
 
     def upstream(self) -> str:
         """The proxy as an ingress replica on the head reaches it."""

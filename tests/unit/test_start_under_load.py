@@ -5,6 +5,7 @@ what Ray is still bringing up instead of failing the command that asked."""
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, HTTPServer
 from typing import Any
@@ -116,3 +117,78 @@ def test_a_proxy_that_never_becomes_healthy_names_its_address(
     monkeypatch.setattr(serve_proxy, "_address", lambda h, p: (h, p))
     with pytest.raises(TimeoutError, match=f"127.0.0.1:{port} not healthy"):
         serve_proxy._wait_healthy("0.0.0.0", port, ready_s=1.0)
+
+
+def test_two_deploys_start_serve_once_and_the_scheduler_lock_stays_free(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A deploy starts Serve outside the scheduler's lock (a minute under load, with every
+    view waiting behind it before): while Serve starts, the lock is free; a second deploy
+    at the same time waits for that one start rather than making its own; and the checks
+    made once Serve runs still refuse a route its other apps hold."""
+    from types import SimpleNamespace
+
+    from lyra_ray.model.errors import InputError
+    from lyra_ray.runtime.scheduler_views import SchedulerViews
+
+    release = threading.Event()
+    starts: list[tuple[str, int]] = []
+    lock_free_while_starting: list[bool] = []
+    lock = threading.RLock()
+
+    def start_serve(host: str, port: int) -> tuple[str, int]:
+        starts.append((host, port))
+
+        def probe() -> None:  # another thread: a view, or the cycle
+            got = lock.acquire(timeout=5)
+            if got:
+                lock.release()
+            lock_free_while_starting.append(got)
+
+        other = threading.Thread(target=probe)
+        other.start()
+        other.join()
+        release.wait(10)
+        return host, 8123
+
+    monkeypatch.setattr(serve_proxy, "start_serve", start_serve)
+    proxy = serve_proxy.ServeProxy()
+
+    def check(*_: Any) -> None:  # the routes of Serve's other apps clash, once known
+        if proxy.started:
+            raise InputError("services: field 'route': taken (the test stops here)")
+
+    serving = SimpleNamespace(nodes={"n1": object()}, proxy=proxy, check=check)
+    views = SchedulerViews(
+        cfg=SimpleNamespace(period_s=0.1),  # type: ignore[arg-type]
+        core=None,  # type: ignore[arg-type]
+        runtime=None,  # type: ignore[arg-type]
+        serving=serving,  # type: ignore[arg-type]
+        desk=None,  # type: ignore[arg-type]
+        live=SimpleNamespace(fault=None, archive=None),  # type: ignore[arg-type]
+        stats=None,  # type: ignore[arg-type]
+        clock=None,  # type: ignore[arg-type]
+        users=SimpleNamespace(require_admin=lambda *_: None),  # type: ignore[arg-type]
+        metrics=None,
+        lock=lock,
+        wake=threading.Event(),
+    )
+    raw = {"name": "chat", "model": "moe", "route": "/chat"}
+    replies: list[dict[str, Any]] = []
+    deploys = [
+        threading.Thread(target=lambda: replies.append(views.deploy_services([raw])))
+        for _ in range(2)
+    ]
+    for t in deploys:
+        t.start()
+    deadline = time.monotonic() + 10
+    while not starts and time.monotonic() < deadline:
+        time.sleep(0.01)
+    release.set()
+    for t in deploys:
+        t.join(10)
+    assert starts == [("127.0.0.1", 8000)]  # one start for both deploys
+    assert lock_free_while_starting == [True]
+    assert proxy.started and proxy.port == 8123
+    assert [r["ok"] for r in replies] == [False, False]
+    assert all("field 'route'" in r["error"] for r in replies)
