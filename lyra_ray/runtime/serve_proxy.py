@@ -109,10 +109,10 @@ class ServeProxy:
         """Start Serve's HTTP proxy, or adopt the one already running: its host and port
         are the truth.
 
-        WHY a lock of its own: a deploy starts Serve before it takes the scheduler's lock
-        (``serve.start`` took 72-101 s on a loaded host, and every view waited behind it);
-        two deploys at once then start it once, and the second waits here, not the
-        scheduler."""
+        WHY a lock of its own: a deploy starts Serve outside the scheduler's lock
+        (``serve.start`` took 68 s under two busy loops, 1.5 s quiet; a whole deploy under
+        such load took 72-101 s, and every view waited behind it); two deploys at once
+        then start it once, and the second waits here, not the scheduler."""
         if self.started:
             return
         with self._starting:
