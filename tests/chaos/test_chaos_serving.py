@@ -124,9 +124,9 @@ def urls(client: Any, app_dir: Path) -> dict[str, str]:
     # (1 in flight / 0.4 per replica): a lent server was reclaimed at every stream, about
     # every 13 s, and under load its drain never ended before the next one (serving1 of
     # docs/testing.md's 2026-12-02 entry; the same flap failed this module in three
-    # whole runs before). With 6 s one stream reads as ~0.7 servers and two at once as ~1.5: the
-    # third server stays lent (taking it back needs more than 2, lending it at most
-    # 1.8 for 4 s); HIGH (~2 in flight, 5 servers' need) still needs all three.
+    # whole runs before). With 6 s one stream reads as ~0.7 servers and two at once as
+    # ~1.5: the third server stays lent (taking it back needs more than 2, lending it at
+    # most 1.8 for 4 s); HIGH (~2 in flight, 5 servers' need) still needs all three.
     common = {"smoothing_s": 6.0, "down_after_s": 4.0}
     out = {
         "user": client.deploy_service(

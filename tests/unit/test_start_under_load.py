@@ -154,7 +154,10 @@ def test_two_deploys_start_serve_once_and_the_scheduler_lock_stays_free(
     monkeypatch.setattr(serve_proxy, "start_serve", start_serve)
     proxy = serve_proxy.ServeProxy()
 
+    checked: list[bool] = []
+
     def check(*_: Any) -> None:  # the routes of Serve's other apps clash, once known
+        checked.append(proxy.started)
         if proxy.started:
             raise InputError("services: field 'route': taken (the test stops here)")
 
@@ -181,8 +184,8 @@ def test_two_deploys_start_serve_once_and_the_scheduler_lock_stays_free(
     ]
     for t in deploys:
         t.start()
-    deadline = time.monotonic() + 10
-    while not starts and time.monotonic() < deadline:
+    deadline = time.monotonic() + 10  # Serve starting, both deploys past their first check
+    while (not starts or checked.count(False) < 2) and time.monotonic() < deadline:
         time.sleep(0.01)
     release.set()
     for t in deploys:
