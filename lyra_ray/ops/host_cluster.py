@@ -182,20 +182,33 @@ class HostCluster:
         server = self.redis_server()
         if server is not None:
             env.update(server.ray_env(self.namespace))
+
+        def started(pgid: int) -> None:  # its GCS, raylet, ... stay in this group after it exits
+            inc.pgid = pgid
+            self.heads.append(inc)
+            self.save()
+
+        def failed(pgid: int) -> None:  # a try ended by start_retried: forgotten
+            self.heads = [h for h in self.heads if h is not inc]
+            self.save()
+
         t0 = time.monotonic()
         for argv in self._head_commands(fake):
             t1 = time.monotonic()
-            is_ray = argv[0] == bin_path("ray")
-            log_path = base / ("ray-start.log" if is_ray else "lyra-up.log")
-            with open(log_path, "ab") as out:
-                proc = subprocess.Popen(
-                    argv, stdout=out, stderr=subprocess.STDOUT, env=env, start_new_session=True
-                )
-            if is_ray:
-                inc.pgid = proc.pid  # its GCS, raylet, ... stay in this group after it exits
-                self.heads.append(inc)
-                self.save()
-            if proc.wait(timeout=600) != 0:
+            if argv[0] == bin_path("ray"):
+                # WHY tried again, as a fixed worker's start is: a restarted head's raylet
+                # (the GCS recovering from Redis, two test processes beside it) once ran
+                # out of Ray's fixed 30 s to register on a host with no hog (2026-12-02).
+                log_path = base / "ray-start.log"
+                ok = start_retried(argv, env, log_path, started, failed)
+            else:
+                log_path = base / "lyra-up.log"
+                with open(log_path, "ab") as out:
+                    proc = subprocess.Popen(
+                        argv, stdout=out, stderr=subprocess.STDOUT, env=env, start_new_session=True
+                    )
+                ok = proc.wait(timeout=600) == 0
+            if not ok:
                 raise RuntimeError(f"{shlex.join(argv)[:200]} failed; see {log_path}")
             inc.commands_s.append(round(time.monotonic() - t1, 2))
         inc.started_s = round(time.monotonic() - t0, 2)

@@ -1,5 +1,5 @@
 """Starting a node's process (``ray start``) on this host, tried again after the transient
-failures Ray reports under load: the host cluster's fixed workers start so."""
+failures Ray reports under load: the host cluster's heads and fixed workers start so."""
 
 from __future__ import annotations
 
