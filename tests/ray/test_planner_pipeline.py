@@ -23,10 +23,11 @@ Two stages because the host has two cores: a third worker would share a core and
 step times would measure time-slicing, not the schedule. For the same reason a step only
 counts when the host was quiet just before and after it (both workers, computing at once,
 ran at most 20 % slower than their CPU time, than each other and than the host's typical
-rate); after 150 s of waiting, the test skips. ``make test`` runs it after every other test, alone
-(``alone``): beside the other process's live modules it would only wait and skip. Why
-Ray and not torch.multiprocessing: the workers are what the runtime launches (Ray
-actors), and a one-node ``ray.cluster_utils.Cluster`` with two CPUs costs ~10 s to start.
+rate); after 150 s of waiting, the test skips. ``make test`` runs it after every other
+test, alone (``alone``): beside the other process's live modules it would only wait and
+skip. Why Ray and not torch.multiprocessing: the workers are what the runtime launches
+(Ray actors), and a one-node ``ray.cluster_utils.Cluster`` with two CPUs costs ~10 s to
+start.
 """
 
 from __future__ import annotations
