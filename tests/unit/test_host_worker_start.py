@@ -61,6 +61,16 @@ def test_the_tries_are_bounded(tmp_path: Path) -> None:
     assert len(groups) == START_TRIES and len(forgotten) == START_TRIES - 1
 
 
+def _head_of(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, said: str) -> HostCluster:
+    """A host cluster whose one head command is a stand-in ``ray start`` that fails once,
+    saying ``said``, then starts (its tries counted in ``tmp_path / "count"``)."""
+    argv = [sys.executable, "-c", FLAKY, str(tmp_path / "count"), "1", said]
+    monkeypatch.setattr(host_cluster, "bin_path", lambda name: sys.executable)
+    hc = HostCluster(str(tmp_path), str(tmp_path / "none.yaml"), 1, 2, False, "ns", "disabled", 1)
+    monkeypatch.setattr(hc, "_head_commands", lambda fake: [argv])
+    return hc
+
+
 def test_a_heads_start_that_timed_out_once_is_tried_again(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -68,10 +78,7 @@ def test_a_heads_start_that_timed_out_once_is_tried_again(
     worker's is: one incarnation, in the failed try's place, saved with the group that
     started; ``lyra up`` is not run by this stand-in list of commands."""
     count = tmp_path / "count"
-    argv = [sys.executable, "-c", FLAKY, str(count), "1", TIMEOUT]
-    monkeypatch.setattr(host_cluster, "bin_path", lambda name: sys.executable)
-    hc = HostCluster(str(tmp_path), str(tmp_path / "none.yaml"), 1, 2, False, "ns", "disabled", 1)
-    monkeypatch.setattr(hc, "_head_commands", lambda fake: [argv])
+    hc = _head_of(tmp_path, monkeypatch, TIMEOUT)
     try:
         inc = hc.start_head()
     finally:
@@ -87,10 +94,7 @@ def test_a_heads_start_that_timed_out_once_is_tried_again(
 def test_a_heads_start_that_fails_otherwise_raises_naming_its_log(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    argv = [sys.executable, "-c", FLAKY, str(tmp_path / "count"), "1", "ValueError: bad --port"]
-    monkeypatch.setattr(host_cluster, "bin_path", lambda name: sys.executable)
-    hc = HostCluster(str(tmp_path), str(tmp_path / "none.yaml"), 1, 2, False, "ns", "disabled", 1)
-    monkeypatch.setattr(hc, "_head_commands", lambda fake: [argv])
+    hc = _head_of(tmp_path, monkeypatch, "ValueError: bad --port")
     try:
         with pytest.raises(RuntimeError, match=r"failed; see .*head-1/ray-start\.log"):
             hc.start_head()
