@@ -15,6 +15,7 @@ import os
 import signal
 import tempfile
 import time
+import uuid
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
@@ -78,6 +79,13 @@ class EmbeddedCluster:
         # (one CI run lost a whole module to it, right after another cluster shut down).
         # WHY its agent is checked: see _agent_serving (a node's logs and its share of
         # the State API go through its agent).
+        # WHY a runtime-env directory of its own: the nodes of a one-host cluster share
+        # the session directory, and Ray unpacks a ``working_dir`` anew on each node that
+        # first needs it, over the copy already there. A process of another node running
+        # in that directory lost it (its cwd deleted): a job's workers, a service's
+        # replicas on one server once its copy started on the next (a probe's actor
+        # importing PyTorch so died: "Intel oneMKL FATAL ERROR: Cannot load
+        # libtorch_cpu.so"). Hosts do not share it.
         def start() -> Any:
             node = self.cluster.add_node(
                 num_cpus=cpus,
@@ -86,6 +94,7 @@ class EmbeddedCluster:
                 resources={f"accelerator_type:{gpu.upper()}": 1},
                 labels={"gpu-type": gpu, "pool": pool},
                 dashboard_agent_listen_port=free_port(),
+                runtime_env_dir_name=f"runtime_resources_{uuid.uuid4().hex[:12]}",
                 env_vars={
                     **node_env_vars(),
                     "RAY_SERVE_WORKER_PROXY_HTTP_PORT": str(self.worker_proxy_port),

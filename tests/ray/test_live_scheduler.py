@@ -205,3 +205,53 @@ def test_a_failed_tests_report_can_read_the_schedulers_log(client: Any) -> None:
     client.call("ping")  # the actor is up (restarted by the kill test above, if it ran)
     tail = actor_log_tails(Path(worker._global_node.get_logs_dir_path()), "GlobalScheduler")
     assert "scheduling: policy fifo_nonpreemptive" in tail, tail[-2000:]
+
+
+def test_a_working_dir_set_up_on_another_node_leaves_a_running_process_its_own(
+    live_cluster: LiveCluster, tmp_path: Path
+) -> None:
+    """The embedded cluster's nodes keep their runtime envs apart, as hosts would.
+
+    WHY: the nodes of a one-host cluster share the session directory, and Ray unpacks a
+    ``working_dir`` into ``<session>/runtime_resources`` anew on each node that first
+    needs it, over the copy already there: a process on one node running in that
+    directory lost it (its cwd deleted) when another node set the same package up (a
+    probe's actor on the head then died importing PyTorch, "Intel oneMKL FATAL ERROR:
+    Cannot load libtorch_cpu.so", once a Serve copy with its working_dir started on a
+    server). Each node now has a runtime-env directory of its own
+    (``EmbeddedCluster.add_gpu_node``). Here: an actor on one node reads a file of its
+    working_dir before and after a task on another node sets the same working_dir up;
+    without the fix the second read fails (FileNotFoundError)."""
+    import ray
+    from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
+
+    from lyra_ray.client.user_env import upload
+
+    folder = tmp_path / "team"
+    folder.mkdir()
+    (folder / "weights.txt").write_text("the team's weights")
+    env = upload({"working_dir": str(folder)})
+    here, there = [n["NodeID"] for n in ray.nodes() if n["Alive"] and n["Resources"].get("GPU")][:2]
+
+    @ray.remote(num_cpus=0)
+    class Reader:
+        def read(self) -> str:
+            with open("weights.txt") as f:
+                return f.read()
+
+    @ray.remote(num_cpus=0)
+    def read_once() -> str:
+        with open("weights.txt") as f:
+            return f.read()
+
+    def on(node: str) -> NodeAffinitySchedulingStrategy:
+        return NodeAffinitySchedulingStrategy(node, soft=False)
+
+    reader = Reader.options(runtime_env=env, scheduling_strategy=on(here)).remote()
+    try:
+        assert ray.get(reader.read.remote(), timeout=120) == "the team's weights"
+        task = read_once.options(runtime_env=env, scheduling_strategy=on(there))
+        assert ray.get(task.remote(), timeout=120) == "the team's weights"
+        assert ray.get(reader.read.remote(), timeout=60) == "the team's weights"
+    finally:
+        ray.kill(reader)
