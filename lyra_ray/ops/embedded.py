@@ -82,10 +82,10 @@ class EmbeddedCluster:
         # WHY a runtime-env directory of its own: the nodes of a one-host cluster share
         # the session directory, and Ray unpacks a ``working_dir`` anew on each node that
         # first needs it, over the copy already there. A process of another node running
-        # in that directory lost it (its cwd deleted): a job's workers, a service's
-        # replicas on one server once its copy started on the next (a probe's actor
-        # importing PyTorch so died: "Intel oneMKL FATAL ERROR: Cannot load
-        # libtorch_cpu.so"). Hosts do not share it.
+        # in that directory lost it, its cwd deleted (a probe's actor on the head, which
+        # then died importing PyTorch: "Intel oneMKL FATAL ERROR: Cannot load
+        # libtorch_cpu.so"); a job's workers or a service's replicas spread over servers
+        # were exposed the same way. Hosts do not share it.
         def start() -> Any:
             node = self.cluster.add_node(
                 num_cpus=cpus,
