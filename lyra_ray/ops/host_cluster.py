@@ -289,7 +289,8 @@ class HostCluster:
             self.workers = [w for w in self.workers if int(w["pgid"]) != pgid]
             self.save()
 
-        for argv in worker_commands(doc, self.address, self.object_store):
+        node_tmp = f"{self.workers_tmp}/n{n}"  # short: Ray puts sockets under it
+        for argv in worker_commands(doc, self.address, self.object_store, node_tmp):
             if not start_retried(argv, env, log_path, started, failed):
                 raise RuntimeError(f"a {node_type} worker failed to start; see {log_path}")
         return int(self.workers[-1]["pgid"])

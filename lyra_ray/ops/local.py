@@ -276,6 +276,13 @@ def _up(
                     f"--labels=gpu-type={gpu},pool={pool}",
                     f"--object-store-memory={100 * 2**20}",
                     f"--dashboard-agent-listen-port={free_port()}",
+                    # a temp dir of its own, as a host has: with the head's, every node
+                    # shares one runtime-env directory, and a node that sets a
+                    # working_dir up unpacks it over the copy another node's processes
+                    # run in (see ops/embedded.py). Short: Ray puts sockets under it.
+                    # Reused by the next `up` as Ray reuses its own: each session (each
+                    # cluster) has a directory of its own inside it.
+                    f"--temp-dir={env['RAY_TMPDIR']}/ray-node{expected}",
                 ]
                 logfile = h / f"{pool}-{gpu}-{i}.log"
                 info["pids"].append(_spawn(args, logfile, worker_env))

@@ -7,9 +7,9 @@ one host demands it and refuses the rest. Apart from the cluster because it is w
 user's file is read, so where its errors are named (the command's list and index), and
 it needs no process to test.
 
-- ``ray start``: the ports and the object store are the host's (the file's 6379 may be
-  another engineer's Redis), the head's resources go on as flags (the fake provider
-  starts its nodes inside the head's autoscaler, which would pass a
+- ``ray start``: the ports, the object store and a worker's temp dir are the host's
+  (the file's 6379 may be another engineer's Redis), the head's resources go on as flags
+  (the fake provider starts its nodes inside the head's autoscaler, which would pass a
   ``RAY_OVERRIDE_RESOURCES`` on to every node), and ``--autoscaling-config`` names the
   fake provider's config, or is dropped when the workers are started by hand.
 - ``lyra up --config FILE``: FILE is the file as this host plays it.
@@ -44,7 +44,13 @@ HEAD_FLAGS = (
     "--block",
 )
 """``ray start`` flags of the head's command this module sets itself."""
-WORKER_FLAGS = ("--address", "--dashboard-agent-listen-port", "--object-store-memory", "--block")
+WORKER_FLAGS = (
+    "--address",
+    "--dashboard-agent-listen-port",
+    "--object-store-memory",
+    "--temp-dir",
+    "--block",
+)
 
 
 def bin_path(name: str) -> str:
@@ -128,8 +134,13 @@ def head_commands(
     return out
 
 
-def worker_commands(doc: Mapping[str, Any], address: str, object_store: int) -> list[list[str]]:
-    """A worker's start commands as argv lists: ``ray start`` joining ``address``."""
+def worker_commands(
+    doc: Mapping[str, Any], address: str, object_store: int, temp_dir: str
+) -> list[list[str]]:
+    """A worker's start commands as argv lists: ``ray start`` joining ``address``, in a
+    ``temp_dir`` of its own, as a host has (with the head's, the nodes of one host share
+    a runtime-env directory, and a node that sets a ``working_dir`` up unpacks it over
+    the copy another node's processes run in; see ``ops/embedded.py``)."""
     out: list[list[str]] = []
     for i, line in enumerate(doc.get("worker_start_ray_commands") or []):
         argv = shlex.split(str(line))
@@ -142,6 +153,7 @@ def worker_commands(doc: Mapping[str, Any], address: str, object_store: int) -> 
                 f"--address={address}",
                 f"--dashboard-agent-listen-port={free_port()}",
                 f"--object-store-memory={object_store}",
+                f"--temp-dir={temp_dir}",
             ]
         )
     return out

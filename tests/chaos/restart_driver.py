@@ -6,7 +6,9 @@ SPEC_JSON (a list: one that finishes, one long, one that must queue), waits for 
 to finish and for the log of the second to reach ``min_steps``, and prints the job ids,
 their statuses and the cluster's GPU node ids; ``after ADDRESS ARG_JSON`` waits until the
 scheduler lists only this cluster's nodes (none of ``old_nodes``), then for every job,
-and prints their statuses, the nodes it saw and what the scheduler says it restored.
+and prints their statuses, the nodes it saw and what the scheduler says it restored;
+``apart ADDRESS {"folder": DIR}`` runs ``tests/ray/working_dir_probe.py`` between the
+head and a GPU node and prints its reads.
 """
 
 from __future__ import annotations
@@ -42,6 +44,15 @@ def main(phase: str, address: str, arg: str) -> None:
             time.sleep(0.5)
         statuses = [client.status(j)["status"] for j in ids]
         out = {"ids": ids, "statuses": statuses, "nodes": _nodes(client)}
+    elif phase == "apart":
+        import ray
+
+        from tests.ray.working_dir_probe import reads_across_nodes
+
+        alive = [n for n in ray.nodes() if n["Alive"]]
+        head = next(n["NodeID"] for n in alive if not n["Resources"].get("GPU"))
+        server = next(n["NodeID"] for n in alive if n["Resources"].get("GPU"))
+        out = {"reads": reads_across_nodes(Path(json.loads(arg)["folder"]), head, server)}
     else:
         got = json.loads(arg)
         old = set(got["old_nodes"])

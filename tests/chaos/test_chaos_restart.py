@@ -12,6 +12,13 @@ old policy's own saved state (FIFO's kept GPU types) is dropped, with one line; 
 to stop the new scheduler from starting at all, and a later "fix" deleted ``D/state`` and
 ``D/checkpoints`` on every ``lyra up --local``, which lost every job.
 
+While the second cluster is up, its nodes are checked to keep their runtime envs apart,
+as hosts do (``tests/ray/working_dir_probe.py``): ``lyra up --local`` gives each worker
+node a temp dir of its own, since with the head's every node shared one runtime-env
+directory, and a node setting a ``working_dir`` up unpacked it over the copy another
+node's processes ran in. It is here because this is the one test that starts ``lyra up
+--local`` with more than one node; a cluster of its own would cost another start.
+
 In ``make test`` (~1.5 min: two cluster starts and stops, three run starts; the long
 job runs its steps after the restart without pause, ``release``); the full campaign runs
 the long job longer.
@@ -31,6 +38,7 @@ import pytest
 
 from tests.chaos.helpers import check_steps, lyra_cli, record, size, step_lines
 from tests.ray.live_helpers import job, release
+from tests.ray.working_dir_probe import TEXT
 
 pytestmark = [pytest.mark.ray, pytest.mark.timeout(1200)]
 
@@ -99,10 +107,12 @@ def test_down_then_up_with_the_same_dir_resumes_every_job(tmp_path: Path) -> Non
         after = _driver(
             "after", home, {"ids": [short, long, queued], "old_nodes": before["nodes"]}, env
         )
+        apart = _driver("apart", home, {"folder": str(tmp_path / "team")}, env)
     finally:
         _lyra("down", "--dir", str(home), env=env)
     assert len(after["nodes"]) == 1 and not set(after["nodes"]) & set(before["nodes"]), after
     assert after["restored"]["policy_dropped"] == "fifo_nonpreemptive", after["restored"]
+    assert apart["reads"] == [TEXT] * 3, apart
     st, done, waited = (after["status"][j] for j in (long, short, queued))
     assert st["status"] == "finished" and st["steps_done"] == total, st
     assert done["status"] == "finished" and done["steps_done"] == 20, done  # from the archive

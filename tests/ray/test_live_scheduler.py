@@ -220,38 +220,12 @@ def test_a_working_dir_set_up_on_another_node_leaves_a_running_process_its_own(
     Cannot load libtorch_cpu.so", once a Serve copy with its working_dir started on a
     server). Each node now has a runtime-env directory of its own
     (``EmbeddedCluster.add_gpu_node``). Here: an actor on one node reads a file of its
-    working_dir before and after a task on another node sets the same working_dir up;
-    without the fix the second read fails (FileNotFoundError)."""
+    working_dir before and after a task on another node sets the same working_dir up
+    (``tests/ray/working_dir_probe.py``); without the fix the second read fails
+    (FileNotFoundError)."""
     import ray
-    from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
-    from lyra_ray.client.user_env import upload
+    from tests.ray.working_dir_probe import TEXT, reads_across_nodes
 
-    folder = tmp_path / "team"
-    folder.mkdir()
-    (folder / "weights.txt").write_text("the team's weights")
-    env = upload({"working_dir": str(folder)})
     here, there = [n["NodeID"] for n in ray.nodes() if n["Alive"] and n["Resources"].get("GPU")][:2]
-
-    @ray.remote(num_cpus=0)
-    class Reader:
-        def read(self) -> str:
-            with open("weights.txt") as f:
-                return f.read()
-
-    @ray.remote(num_cpus=0)
-    def read_once() -> str:
-        with open("weights.txt") as f:
-            return f.read()
-
-    def on(node: str) -> NodeAffinitySchedulingStrategy:
-        return NodeAffinitySchedulingStrategy(node, soft=False)
-
-    reader = Reader.options(runtime_env=env, scheduling_strategy=on(here)).remote()
-    try:
-        assert ray.get(reader.read.remote(), timeout=120) == "the team's weights"
-        task = read_once.options(runtime_env=env, scheduling_strategy=on(there))
-        assert ray.get(task.remote(), timeout=120) == "the team's weights"
-        assert ray.get(reader.read.remote(), timeout=60) == "the team's weights"
-    finally:
-        ray.kill(reader)
+    assert reads_across_nodes(tmp_path / "team", here, there) == [TEXT] * 3

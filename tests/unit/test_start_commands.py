@@ -21,11 +21,15 @@ def test_flags_the_host_sets_are_stripped_in_either_spelling() -> None:
 
 def test_worker_lines_join_the_hosts_head_and_anything_else_is_refused() -> None:
     doc = {"worker_start_ray_commands": ["ray start --address=$RAY_HEAD_IP:6379 --block"]}
-    (argv,) = worker_commands(doc, "127.0.0.1:7777", 10**8)
+    (argv,) = worker_commands(doc, "127.0.0.1:7777", 10**8, "/tmp/w/n0")
     assert argv[0].endswith("ray") and argv[1] == "start" and "--block" not in argv
     assert "--address=127.0.0.1:7777" in argv and "--object-store-memory=100000000" in argv
     assert [a for a in argv if a.startswith("--address")] == ["--address=127.0.0.1:7777"]
+    # a temp dir of its own, whatever the file says: one host's nodes keep runtime envs apart
+    doc = {"worker_start_ray_commands": ["ray start --temp-dir=/tmp/ray --address=x:1"]}
+    (argv,) = worker_commands(doc, "127.0.0.1:7777", 10**8, "/tmp/w/n0")
+    assert [a for a in argv if a.startswith("--temp-dir")] == ["--temp-dir=/tmp/w/n0"]
     bad = {"worker_start_ray_commands": ["ray start --block", "rm -rf /"]}
     with pytest.raises(InputError, match=r"worker_start_ray_commands\[1\]: only `ray start`"):
-        worker_commands(bad, "127.0.0.1:7777", 10**8)
-    assert worker_commands({}, "127.0.0.1:7777", 10**8) == []
+        worker_commands(bad, "127.0.0.1:7777", 10**8, "/tmp/w/n0")
+    assert worker_commands({}, "127.0.0.1:7777", 10**8, "/tmp/w/n0") == []
