@@ -28,6 +28,12 @@ TABLES: tuple[Table, ...] = (
         "benchmarks._suite_cpu_table:render",
     ),
     Table(
+        "copy-deploy",
+        "docs/loaning.md",
+        "benchmarks/results/copy_deploy.json",
+        "benchmarks._copy_deploy_table:render",
+    ),
+    Table(
         "worker-start",
         "docs/testing.md",
         "benchmarks/results/worker_start_cpu.json",

@@ -4,11 +4,15 @@ Owned by :class:`~lyra_ray.runtime.serving.ServingPool`, which decides when (a s
 serves, is reclaimed, drained). This knows how, and keeps what is under way:
 
 - a user's application (``model: app``): a copy of the whole application, built and
-  deployed by a Ray task with the service's runtime env
-  (:func:`~lyra_ray.serving.app_build.deploy_copy_task`), since the scheduler never
-  imports user code. The task is not waited for (the scheduler's loop must not stall):
-  :meth:`busy` says a copy is on its way, :meth:`reap` collects finished tasks and logs
-  a failed one (the pool deploys again at its next step);
+  deployed by the service's warm builder, an actor with the service's runtime env
+  (:class:`~lyra_ray.serving.app_build.CopyBuilder`), since the scheduler never imports
+  user code. A service has one builder, started with its first copy and ended with the
+  service (or replaced when the service is deployed again with another application).
+  A builder that died is dropped and that copy deployed again at once by a fresh task
+  (:func:`~lyra_ray.serving.app_build.deploy_copy_task`), the next copy starting a new
+  builder. Nothing is waited for (the scheduler's loop must not stall): :meth:`busy`
+  says a copy is on its way, :meth:`reap` collects finished deploys and logs a failed
+  one (the pool deploys again at its next step);
 - lyra's MoE service: its devices, deployed from here as before.
 
 Deleting is the same for both: ``serve.delete`` of the server's application.
@@ -16,6 +20,7 @@ Deleting is the same for both: ``serve.delete`` of the server's application.
 
 from __future__ import annotations
 
+import json
 import logging
 import time
 from collections.abc import Mapping
@@ -23,9 +28,10 @@ from typing import Any
 
 import ray
 from ray import serve
+from ray.exceptions import RayActorError
 
 from lyra_ray.serving import apps
-from lyra_ray.serving.app_build import deploy_copy_task
+from lyra_ray.serving.app_build import CopyBuilder, deploy_copy_task
 from lyra_ray.serving.copy_plan import AppShape
 from lyra_ray.serving.spec import ServiceSpec
 
@@ -50,6 +56,14 @@ class CopyDeployer:
         self.doomed: dict[tuple[str, str], Any] = {}
         """Deploy tasks under way for applications deleted meanwhile: deleted again once
         the task is done (it may have deployed after the first delete)."""
+        self.builders: dict[str, tuple[str, Any]] = {}
+        """service -> (its application's source as JSON, its warm builder actor)."""
+        self.warm: dict[tuple[str, str], tuple[ServiceSpec, tuple[Any, ...], Any]] = {}
+        """(service, node) -> what which builder was asked, to ask a fresh task if it died."""
+        self.deployed: dict[str, dict[str, int]] = {}
+        """service -> copies deployed ``by_builder`` and ``by_task`` (a builder had died),
+        and ``builders_lost``, since this scheduler started (the service's status shows
+        it; not saved: what it counts is this process's)."""
 
     def deploy(
         self, spec: ServiceSpec, shape: AppShape | None, node: str, counts: Mapping[str, int]
@@ -61,13 +75,46 @@ class CopyDeployer:
             deploy_unblocked(apps.backend_of(spec, node, int(counts["gpus"])), name, None)
             return
         assert spec.app is not None and shape is not None
-        if (spec.name, node) in self.pending:
+        key = (spec.name, node)
+        if key in self.pending:
             return
+        args = (name, apps.copy_route(spec.name, node), node, dict(counts))
+        builder = self._builder(spec)
+        self.pending[key] = builder.deploy.remote(*args)
+        self.warm[key] = (spec, args, builder)
+
+    def _builder(self, spec: ServiceSpec) -> Any:
+        """The service's warm builder, started if it has none or its application changed."""
+        assert spec.app is not None
+        source = spec.app.to_dict()
+        mark = json.dumps(source, sort_keys=True, default=str)
+        have = self.builders.get(spec.name)
+        if have is not None and have[0] == mark:
+            return have[1]
+        self._end_builder(spec.name)
         env = dict(spec.app.runtime_env)
-        ref = deploy_copy_task.options(runtime_env=env or None, resources=HEAD).remote(
-            spec.app.to_dict(), name, apps.copy_route(spec.name, node), node, dict(counts)
+        actor = CopyBuilder.options(  # type: ignore[attr-defined]
+            runtime_env=env or None, resources=HEAD
+        ).remote(source)
+        self.builders[spec.name] = (mark, actor)
+        return actor
+
+    def _end_builder(self, service: str) -> None:
+        have = self.builders.pop(service, None)
+        if have is not None:
+            ray.kill(have[1])
+
+    def _fresh(self, spec: ServiceSpec, args: tuple[Any, ...]) -> Any:
+        assert spec.app is not None
+        env = dict(spec.app.runtime_env)
+        return deploy_copy_task.options(runtime_env=env or None, resources=HEAD).remote(
+            spec.app.to_dict(), *args
         )
-        self.pending[(spec.name, node)] = ref
+
+    def _count(self, service: str, what: str) -> None:
+        zero = {"by_builder": 0, "by_task": 0, "builders_lost": 0}
+        counts = self.deployed.setdefault(service, zero)
+        counts[what] += 1
 
     def failed(self, service: str, node: str, why: str) -> None:
         self.failures[(service, node)] = (time.monotonic(), why)
@@ -83,7 +130,7 @@ class CopyDeployer:
         return not busy and (failed is None or time.monotonic() - failed[0] >= retry_s)
 
     def reap(self) -> None:
-        """Collect finished deploy tasks; a failure is logged and kept (told by status)."""
+        """Collect finished deploys; a failure is logged and kept (told by status)."""
         if self.doomed:
             done, _ = ray.wait(list(self.doomed.values()), num_returns=len(self.doomed), timeout=0)
             over = {r.hex() for r in done}
@@ -101,23 +148,49 @@ class CopyDeployer:
             if ref.hex() not in finished:
                 continue
             del self.pending[key]
+            asked = self.warm.pop(key, None)
             try:
                 reply = ray.get(ref)
                 error = None if reply.get("ok") else str(reply.get("error"))
-            except Exception as e:  # the task's worker died, its env failed to set up
-                error = " ".join(str(e).split())[:300] or type(e).__name__
+            except Exception as e:  # a worker died, an env failed to set up
+                if asked is None or not isinstance(e, RayActorError):
+                    self.failed(*key, " ".join(str(e).split())[:300] or type(e).__name__)
+                    continue
+                # the builder died (or never started): the copy goes to a fresh task
+                spec, args, builder = asked
+                self._drop_dead_builder(spec.name, builder)
+                log.warning(
+                    "the copy builder of %s died (%s): deploying its copy on %s by a task",
+                    key[0],
+                    " ".join(str(e).split())[:200],
+                    key[1][:12],
+                )
+                self.pending[key] = self._fresh(spec, args)
+                continue
             if error:
-                self.failures[key] = (time.monotonic(), error)
-                log.error("deploying %s on %s failed: %s", key[0], key[1][:12], error)
+                self.failed(*key, error)
             else:
                 self.failures.pop(key, None)
+                self._count(key[0], "by_task" if asked is None else "by_builder")
+
+    def _drop_dead_builder(self, service: str, builder: Any) -> None:
+        """Forget a builder that died; counted once, however many of its calls failed
+        (and never the newer builder that a later copy started)."""
+        have = self.builders.get(service)
+        if have is not None and have[1] is builder:
+            self._end_builder(service)
+            self._count(service, "builders_lost")
 
     def delete(self, service: str, node: str) -> None:
         ref = self.pending.pop((service, node), None)
+        self.warm.pop((service, node), None)
         if ref is not None:
             self.doomed[(service, node)] = ref
         serve.delete(apps.backend_app_name(service, node), _blocking=False)
 
     def forget(self, service: str) -> None:
+        """The service is gone: its failures, counts and builder with it."""
         for key in [k for k in self.failures if k[0] == service]:
             del self.failures[key]
+        self.deployed.pop(service, None)
+        self._end_builder(service)

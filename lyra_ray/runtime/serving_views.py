@@ -71,7 +71,13 @@ def describe_pool(pool: ServingPool) -> dict[str, Any]:
                     if k in ("completed", "failed", "ongoing_avg", "ongoing")
                 },
                 **(
-                    {"import_path": spec.app.import_path, "ingress": shape.ingress}
+                    {
+                        "import_path": spec.app.import_path,
+                        "ingress": shape.ingress,
+                        # how its copies were deployed: by its warm builder, or by a
+                        # task after a builder died (service_copies.py)
+                        "copies_deployed": dict(pool.copies.deployed.get(name, {})),
+                    }
                     if spec.app is not None and shape is not None
                     else {}
                 ),

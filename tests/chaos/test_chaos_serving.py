@@ -16,11 +16,13 @@ and reclaimed at a spike. In order:
 2. the user service's ingress replica (lyra's reverse proxy) is SIGKILLed: Serve starts a
    new one, which knows no servers; the scheduler sees its routing differ and tells it;
    requests in flight on the dead ingress fail (counted), none after;
-3. the scheduler is killed while a reclaim is under way: the restarted scheduler goes on
+3. the user service's warm copy builder is SIGKILLed: the next copy the pool deploys
+   goes to a fresh task at once, the one after to a new builder; nothing fails after;
+4. the scheduler is killed while a reclaim is under way: the restarted scheduler goes on
    with the reclaim from its saved state; no request fails;
-4. the scheduler restarts where Serve lost the user service's ingress and one server's
+5. the scheduler restarts where Serve lost the user service's ingress and one server's
    copy (as on a new cluster under an old state): it deploys both again, drops nothing;
-5. a serving server is taken away (its node's processes killed): what was in flight
+6. a serving server is taken away (its node's processes killed): what was in flight
    there fails under the retry rule (counted) as soon as the scheduler sees the node
    down, none by its client's own timeout; the scheduler deletes the lost server's
    copies and reclaims the lent one; nothing fails after.
@@ -52,6 +54,7 @@ from tests.chaos.serving_faults import (
     full,
     replica_pids,
     server_states,
+    service,
     serving_servers,
     settled,
     sigkill,
@@ -277,6 +280,61 @@ def test_a_killed_ingress_is_told_its_servers_again(
         during,
     )
     assert during["moe"]["failures"] == {}, during  # another service's ingress: untouched
+    for name in ("user", "moe"):
+        assert after[name]["failures"] == {} and after[name]["ok"] > 0, after
+
+
+def test_a_dead_copy_builder_is_replaced_and_its_copy_deployed_by_a_task(
+    client: Any, live: LiveCluster, urls: Any
+) -> None:
+    """A service's copies are deployed by its warm builder (an actor holding the user's
+    imports, ``CopyBuilder``), which the first copies started. Its process SIGKILLed, the
+    next copy the pool needs (a serving server's copy deleted from Serve, as item 5's
+    restart finds it) is deployed by a fresh task at once, and the copy after that by a
+    new builder; no request fails afterwards. Without traffic while copies are deleted:
+    what is proved is the deploy path, not the routing around a missing copy."""
+    from ray import serve
+
+    from lyra_ray.serving.names import backend_app_name
+
+    # at the floor (two serving, one lent), so that no lend moves the server meanwhile
+    wait_for(
+        lambda: "lent" in server_states(client).values() and settled(client),
+        240,
+        "a server lent and the pool settled",
+    )
+    before = dict(service(client, "user")["copies_deployed"])
+    assert before["by_builder"] >= 2, before  # the first two servers' copies
+    (builder,) = replica_pids("CopyBuilder")
+    (server, *_) = sorted(serving_servers(client))
+    pid = sigkill(builder)
+
+    def redeploy(more: dict[str, int]) -> float:
+        """Delete ``server``'s copy; seconds until it serves again, counted as ``more``."""
+        want = {k: before[k] + more.get(k, 0) for k in before}
+        t0 = time.monotonic()
+        serve.delete(backend_app_name("user", server), _blocking=False)
+
+        def back(view: View) -> bool:
+            got = service(client, "user", view)["copies_deployed"]
+            return got == want and server in serving_servers(client, view) and full(client, view)
+
+        return wait_recovered(client, back, t0, 180)
+
+    by_task = redeploy({"by_task": 1, "builders_lost": 1})
+    new_builder = redeploy({"by_task": 1, "builders_lost": 1, "by_builder": 1})
+    assert replica_pids("CopyBuilder") - {pid}, "no new builder"
+    traffic = Traffic(urls, LOW)
+    try:
+        time.sleep(SETTLE_S)
+    finally:
+        after = traffic.stop()
+    _report(
+        "copy_builder_kill",
+        {"server": server, "pid": pid, "by_task_s": by_task, "after": after},
+        new_builder,
+        after,
+    )
     for name in ("user", "moe"):
         assert after[name]["failures"] == {} and after[name]["ok"] > 0, after
 

@@ -339,6 +339,11 @@ def test_a_users_app_is_lent_and_reclaimed_under_traffic(
     assert all(seen.get(f"POST {rid}") == 1 for rid in posts)  # each POST ran once
     reclaims = client.overview()["serving"]["reclaims"]
     assert any(r["node"] == lent for r in reclaims), reclaims
+    # every copy (both servers' first, the reclaimed server's again) by the service's
+    # one warm builder: none by a fresh task, no builder lost
+    deployed = _service(client, "shop")["copies_deployed"]
+    assert deployed["by_builder"] >= 3 and deployed["by_task"] == 0, deployed
+    assert deployed["builders_lost"] == 0, deployed
 
 
 def _one_of_each(url: str) -> None:

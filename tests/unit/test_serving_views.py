@@ -54,7 +54,9 @@ def _pool() -> Any:
         last_status=status,
         url=lambda name: f"http://x/{name}",
         demand=SimpleNamespace(of=lambda name: 1.5, last_stats={}, level=1.5),
-        copies=SimpleNamespace(failures={}),
+        copies=SimpleNamespace(
+            failures={}, deployed={"user": {"by_builder": 3, "by_task": 1, "builders_lost": 1}}
+        ),
         loans=SimpleNamespace(reclaims=[], lends=[]),
     )
 
@@ -72,6 +74,9 @@ def test_counts_come_from_the_last_poll_and_nothing_is_called(monkeypatch: Any) 
     assert (user["name"], user["replicas"], user["ready"]) == ("user", 4, 2)
     assert (moe["name"], moe["replicas"], moe["ready"]) == ("moe", 1, 1)
     assert "plan" not in moe  # asked for after the lock (moe_plans)
+    # how the user's copies were deployed, as the pool counted them (a copy of the count)
+    assert user["copies_deployed"] == {"by_builder": 3, "by_task": 1, "builders_lost": 1}
+    assert "copies_deployed" not in moe
     assert out["servers"] == {A: "serving", B: "reclaiming"}
 
 
