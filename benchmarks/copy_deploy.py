@@ -32,7 +32,6 @@ import statistics
 import sys
 import tempfile
 import time
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -151,36 +150,17 @@ def summarise(samples: dict[str, list[float]]) -> dict[str, Any]:
     }
 
 
-def _rounds(text: str) -> int:
-    try:
-        n = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"a whole number of rounds, got {text!r}") from None
-    if not 1 <= n <= 50:
-        raise argparse.ArgumentTypeError(f"1 to 50 rounds, got {n}")
-    return n
-
-
 def main(argv: list[str] | None = None) -> int:
-    from benchmarks._runs_file import append_run
-    from benchmarks.suite_cpu import _commit, calibration_s
+    from benchmarks._runs_file import append_run, new_run, rounds_type
 
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--rounds", type=_rounds, default=5, help="copies by each path")
+    ap.add_argument("--rounds", type=rounds_type(50), default=5, help="copies by each path")
     ap.add_argument("--note", default="", help="what ran beside it, the host's load")
     ap.add_argument("--out", type=Path, default=OUT, help="the results JSON (appended to)")
     args = ap.parse_args(argv)
-    calib = calibration_s()
-    at = datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
+    run = new_run(args.note)
     paths = summarise(measure(args.rounds))
-    run = {
-        "at": at,
-        "commit": _commit(),
-        "note": args.note,
-        "calibration_s": round(calib, 3),
-        "rounds": args.rounds,
-        "paths": paths,
-    }
+    run.update(rounds=args.rounds, paths=paths)
     append_run(args.out, run)
     if args.out.resolve() == OUT:  # the docs' table is the stored results'
         from benchmarks.docs_tables import table
