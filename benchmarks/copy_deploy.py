@@ -62,6 +62,7 @@ def measure(rounds: int) -> dict[str, list[float]]:
     from ray import serve
 
     from benchmarks._scratch_cluster import scratch_cluster
+    from lyra_ray.client.quiet import quiet_loggers
     from lyra_ray.client.user_env import upload
     from lyra_ray.ops.ports import free_port
     from lyra_ray.runtime.serve_proxy import ServeProxy
@@ -69,6 +70,7 @@ def measure(rounds: int) -> dict[str, list[float]]:
     from lyra_ray.serving.app_build import CopyBuilder, deploy_copy_task
     from tests.ray.user_app import write_app
 
+    quiet_loggers()  # Serve's own INFO lines ("Deleting app ...") between the rounds
     out: dict[str, list[float]] = {p: [] for p in PATHS}
     with (
         tempfile.TemporaryDirectory(prefix="lyra-copy-deploy-") as d,
