@@ -24,6 +24,7 @@ import json
 import logging
 import time
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
 import ray
@@ -47,10 +48,21 @@ def deploy_unblocked(app: Any, name: str, route: str | None) -> None:
     _run(app, _blocking=False, name=name, route_prefix=route)
 
 
+@dataclass(frozen=True)
+class _Deploy:
+    """One copy's deploy under way: its reply's ref, what was asked, and by which
+    builder (``None``: a fresh task), so that a builder's death sends it to a task."""
+
+    ref: Any
+    spec: ServiceSpec
+    args: tuple[Any, ...]
+    builder: Any = None
+
+
 class CopyDeployer:
     def __init__(self) -> None:
-        self.pending: dict[tuple[str, str], Any] = {}
-        """(service, node) -> the deploy task under way."""
+        self.pending: dict[tuple[str, str], _Deploy] = {}
+        """(service, node) -> the deploy under way."""
         self.failures: dict[tuple[str, str], tuple[float, str]] = {}
         """(service, node) -> when and why its last deploy failed (``describe`` shows it)."""
         self.doomed: dict[tuple[str, str], Any] = {}
@@ -58,8 +70,6 @@ class CopyDeployer:
         the task is done (it may have deployed after the first delete)."""
         self.builders: dict[str, tuple[str, Any]] = {}
         """service -> (its application's source as JSON, its warm builder actor)."""
-        self.warm: dict[tuple[str, str], tuple[ServiceSpec, tuple[Any, ...], Any]] = {}
-        """(service, node) -> what which builder was asked, to ask a fresh task if it died."""
         self.deployed: dict[str, dict[str, int]] = {}
         """service -> copies deployed ``by_builder`` and ``by_task`` (a builder had died),
         and ``builders_lost``, since this scheduler started (the service's status shows
@@ -80,8 +90,7 @@ class CopyDeployer:
             return
         args = (name, apps.copy_route(spec.name, node), node, dict(counts))
         builder = self._builder(spec)
-        self.pending[key] = builder.deploy.remote(*args)
-        self.warm[key] = (spec, args, builder)
+        self.pending[key] = _Deploy(builder.deploy.remote(*args), spec, args, builder)
 
     def _builder(self, spec: ServiceSpec) -> Any:
         """The service's warm builder, started if it has none or its application changed."""
@@ -104,12 +113,11 @@ class CopyDeployer:
         if have is not None:
             ray.kill(have[1])
 
-    def _fresh(self, spec: ServiceSpec, args: tuple[Any, ...]) -> Any:
+    def _fresh(self, spec: ServiceSpec, args: tuple[Any, ...]) -> _Deploy:
         assert spec.app is not None
         env = dict(spec.app.runtime_env)
-        return deploy_copy_task.options(runtime_env=env or None, resources=HEAD).remote(
-            spec.app.to_dict(), *args
-        )
+        opts = deploy_copy_task.options(runtime_env=env or None, resources=HEAD)
+        return _Deploy(opts.remote(spec.app.to_dict(), *args), spec, args)
 
     def _count(self, service: str, what: str) -> None:
         zero = {"by_builder": 0, "by_task": 0, "builders_lost": 0}
@@ -141,37 +149,35 @@ class CopyDeployer:
         if not self.pending:
             return
         keys = list(self.pending)
-        refs = [self.pending[k] for k in keys]
+        refs = [self.pending[k].ref for k in keys]
         done, _ = ray.wait(refs, num_returns=len(refs), timeout=0)
         finished = {r.hex() for r in done}
         for key, ref in zip(keys, refs, strict=True):
             if ref.hex() not in finished:
                 continue
-            del self.pending[key]
-            asked = self.warm.pop(key, None)
+            asked = self.pending.pop(key)
             try:
                 reply = ray.get(ref)
                 error = None if reply.get("ok") else str(reply.get("error"))
             except Exception as e:  # a worker died, an env failed to set up
-                if asked is None or not isinstance(e, RayActorError):
+                if asked.builder is None or not isinstance(e, RayActorError):
                     self.failed(*key, " ".join(str(e).split())[:300] or type(e).__name__)
                     continue
                 # the builder died (or never started): the copy goes to a fresh task
-                spec, args, builder = asked
-                self._drop_dead_builder(spec.name, builder)
+                self._drop_dead_builder(key[0], asked.builder)
                 log.warning(
                     "the copy builder of %s died (%s): deploying its copy on %s by a task",
                     key[0],
                     " ".join(str(e).split())[:200],
                     key[1][:12],
                 )
-                self.pending[key] = self._fresh(spec, args)
+                self.pending[key] = self._fresh(asked.spec, asked.args)
                 continue
             if error:
                 self.failed(*key, error)
             else:
                 self.failures.pop(key, None)
-                self._count(key[0], "by_task" if asked is None else "by_builder")
+                self._count(key[0], "by_task" if asked.builder is None else "by_builder")
 
     def _drop_dead_builder(self, service: str, builder: Any) -> None:
         """Forget a builder that died; counted once, however many of its calls failed
@@ -182,10 +188,9 @@ class CopyDeployer:
             self._count(service, "builders_lost")
 
     def delete(self, service: str, node: str) -> None:
-        ref = self.pending.pop((service, node), None)
-        self.warm.pop((service, node), None)
-        if ref is not None:
-            self.doomed[(service, node)] = ref
+        under_way = self.pending.pop((service, node), None)
+        if under_way is not None:
+            self.doomed[(service, node)] = under_way.ref
         serve.delete(apps.backend_app_name(service, node), _blocking=False)
 
     def forget(self, service: str) -> None:
