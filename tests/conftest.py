@@ -63,7 +63,8 @@ def _ray_session_ends_with_its_module() -> Iterator[None]:
 
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Iterator[None]:
-    """A failed live test's report ends with the scheduler actor's log tail.
+    """A failed live test's report ends with the scheduler actor's log tail, the run
+    control records, and every node its cluster lost with its raylet's last lines.
 
     WHY: see ``tests/actor_logs.py``; read while the test's cluster is still up (its
     module's fixture tears it down later), only when the test connected to Ray.
@@ -87,6 +88,14 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
     records = _control_records(ray)
     if records:
         report.sections.append(("run control records", records))
+    from tests.lost_nodes import lost_nodes_report
+
+    try:
+        lost = lost_nodes_report(ray.nodes(), logs)
+    except Exception:  # the cluster going: the report stays as is
+        lost = ""
+    if lost:
+        report.sections.append(("ray nodes lost", lost))
 
 
 def _control_records(ray: Any) -> str:
