@@ -226,6 +226,18 @@ TABLES: tuple[Table, ...] = (
         "benchmarks._lyra_report:noise_line",
     ),
     Table(
+        "lyra-jitter",
+        "docs/lyra.md",
+        "benchmarks/results/lyra_ablation.json",
+        "benchmarks._lyra_jitter:jitter_table",
+    ),
+    Table(
+        "lyra-jitter-prose",
+        "docs/lyra.md",
+        "benchmarks/results/lyra_ablation.json",
+        "benchmarks._lyra_jitter:jitter_prose",
+    ),
+    Table(
         "lyra-loan-grid",
         "docs/lyra.md",
         "benchmarks/results/lyra_ablation.json",

@@ -10,6 +10,9 @@ which it meets the issue's goals against Basic (mean queuing and mean JCT no gre
 a 1 % tie counting; preempted at most 5 %), and the geometric mean over runs of its
 mean queuing and mean JCT over Basic's.
 
+``--jitter`` runs Lyra and Basic on each Pollux run and on ten copies of it with every
+arrival up to a minute later (``benchmarks/_lyra_jitter.py``): whether a run Lyra misses
+is a miss of the policy or of where its arrivals fall.
 ``--sensitivity`` runs Lyra and Basic on the held-out seeds 3-5 and on three other pool
 sizes (docs/lyra.md, "How far it carries"); ``--noise`` runs Basic against itself with
 every arrival moved by up to a minute (uniform, seeded), which is how much a run's means
@@ -18,6 +21,7 @@ move when nothing but timing changes. Writes ``benchmarks/results/lyra_ablation.
     .venv/bin/python benchmarks/lyra_ablation.py                 # ~40 min here
     .venv/bin/python benchmarks/lyra_ablation.py --sensitivity   # ~3 min
     .venv/bin/python benchmarks/lyra_ablation.py --noise         # ~1 min
+    .venv/bin/python benchmarks/lyra_ablation.py --jitter        # ~3 min
     .venv/bin/python benchmarks/lyra_ablation.py --pollux-only   # ~5 min, Philly kept
     .venv/bin/python benchmarks/lyra_ablation.py --grid          # ~4 min
     .venv/bin/python benchmarks/lyra_ablation.py --loan-grid     # ~1 min
@@ -45,6 +49,7 @@ if __package__ in (None, ""):
 
 from benchmarks import _lyra_workloads as W
 from benchmarks import lyra_eval as E
+from benchmarks._lyra_jitter import run_jitter
 from lyra_ray.model.elastic_range import DEFAULT_FRACTION
 from lyra_ray.model.restart_cost import RESTART_S
 
@@ -72,6 +77,14 @@ VARIANTS: dict[str, tuple[str, dict[str, Any]]] = {
         "moves hold for a waiting job (`move_holds_back=True`)",
         {"move_holds_back": True},
     ),
+    "finish-first-rigid": (
+        "a rigid job waits for a faster type when it finishes sooner (`finish_first='rigid'`)",
+        {"finish_first": "rigid"},
+    ),
+    "finish-first": (
+        "any queued job waits for a faster type when it finishes sooner (`finish_first='all'`)",
+        {"finish_first": "all"},
+    ),
     "before": (
         f"Lyra as evaluated before #44 (a flat {RESTART_S:g} s price)",
         {**BEFORE, "resize_cost_s": RESTART_S},
@@ -85,6 +98,7 @@ ALTERNATIVES: dict[str, tuple[str, dict[str, Any], tuple[str, ...] | None]] = {
     ),
     "loan_1h": ("a 1-h loan rule", {"loan_max_remaining_s": 3600.0}, None),
     "lend_10m": ("the former `lend_after_s=600`", {"lend_after_s": 600.0}, None),
+    "finish_first_rigid": ("`finish_first='rigid'`", {"finish_first": "rigid"}, None),
 }
 """What ``--sensitivity`` runs beside the defaults: (label, Lyra's arguments, the regimes
 it runs in; ``None``: all). The ``move_gain_s`` in force before the restart price fell
@@ -227,6 +241,7 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--sensitivity", action="store_true")
     ap.add_argument("--noise", action="store_true")
+    ap.add_argument("--jitter", action="store_true", help="each run in jittered copies (~3 min)")
     ap.add_argument("--grid", action="store_true", help="lend_after_s x move_gain_s (~4 min)")
     ap.add_argument("--loan-grid", action="store_true", help="loan_max_remaining_s (~1 min)")
     ap.add_argument(
@@ -251,6 +266,12 @@ def main() -> int:
     doc: dict[str, Any] = json.loads(args.out.read_text()) if args.out.is_file() else {}
     base = E.parser().parse_args([])
     base.fraction = DEFAULT_FRACTION
+    if args.jitter:
+        doc["jitter"] = run_jitter(base)
+        doc.setdefault("restart_s", {})["jitter"] = RESTART_S
+        args.out.write_text(json.dumps(doc, indent=1, sort_keys=True) + "\n")
+        print(f"wrote {args.out}")
+        return 0
     if args.grid or args.loan_grid:
         part = "grid" if args.grid else "loan_grid"
         doc[part] = grid(base) if args.grid else loan_grid(base)

@@ -10,6 +10,8 @@ Codes (stable; ``docs/runtime.md`` lists them, the teams layer adds ``quota``):
 * ``no_fit``: its minimum worker count fits on no GPU type it can run on;
 * ``loan_rule`` (and any other code a policy gives in ``Allocation.waiting``): the
   policy keeps it off GPUs for a rule of its own, e.g. Lyra's 4-hour rule on loans;
+* ``faster_type``: GPUs of a slower type are free, but the policy expects it to finish
+  sooner by waiting for a faster one (Lyra's ``finish_first``);
 * ``round``: its allocation gives it time, and it waits for its turn in Gavel's rounds;
 * ``capacity``: the GPUs it can use went to other jobs this time.
 """
@@ -21,7 +23,7 @@ from dataclasses import dataclass
 
 from lyra_ray.model import Allocation, ClusterSnapshot, JobId, JobView, split_pair
 
-CODES = ("no_fit", "loan_rule", "round", "capacity")
+CODES = ("no_fit", "loan_rule", "faster_type", "round", "capacity")
 
 
 @dataclass(frozen=True)

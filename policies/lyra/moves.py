@@ -36,6 +36,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 
 from lyra_ray.model import ClusterSnapshot, GpuType, JobId, JobView
+from lyra_ray.policies.lyra.remaining import ends_on_type
 
 
 def reservations(
@@ -52,7 +53,6 @@ def reservations(
     cap: dict[GpuType, int] = {}
     for n in snap.nodes:
         cap[n.gpu_type] = cap.get(n.gpu_type, 0) + n.num_gpus
-    by_id = {j.id: j for j in snap.active_jobs}
     out: dict[GpuType, list[float]] = {}
     for g in free:
         head = next(
@@ -65,15 +65,7 @@ def reservations(
         )
         if head is None:
             continue
-        ends: list[tuple[float, int]] = []
-        for jid, (t, base, _) in chosen.items():
-            job = by_id.get(jid)
-            if t != g or job is None:
-                continue
-            cur = job.current
-            size = cur.workers if cur is not None and cur.gpu_type == g and not cur.extra else base
-            rate = snap.throughput(job, g, size)
-            ends.append((job.remaining_steps / rate if rate > 0 else float("inf"), base))
+        ends = ends_on_type(snap, chosen, g)
         have = free[g]
         for end, gpus in sorted(ends):
             have += gpus

@@ -9,7 +9,7 @@ rebuilt from the first decision after a restart).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 from lyra_ray.model import ClusterSnapshot, GpuType, JobId, JobView
 
@@ -28,6 +28,26 @@ def remaining_time(snap: ClusterSnapshot, job: JobView, types: Sequence[GpuType]
             v = snap.throughput(job, t, job.spec.min_workers)
         best = max(best, v)
     return job.remaining_steps / best if best > 0 else float("inf")
+
+
+def ends_on_type(
+    snap: ClusterSnapshot, chosen: Mapping[JobId, tuple[GpuType, int, int]], gpu_type: GpuType
+) -> list[tuple[float, int]]:
+    """(seconds until it ends, GPUs of its base) for each job of ``chosen`` (job -> (type,
+    base, upper)) on ``gpu_type``, at its current speed there (at its base if it is not
+    running there on that type alone). What both a move's reservation and
+    ``finish_first``'s timeline project the type's GPUs from."""
+    by_id = {j.id: j for j in snap.active_jobs}
+    out: list[tuple[float, int]] = []
+    for jid, (t, base, _) in chosen.items():
+        job = by_id.get(jid)
+        if t != gpu_type or job is None:
+            continue
+        cur = job.current
+        size = cur.workers if cur is not None and cur.gpu_type == t and not cur.extra else base
+        rate = snap.throughput(job, t, size)
+        out.append((job.remaining_steps / rate if rate > 0 else float("inf"), base))
+    return out
 
 
 class RemainingTimes:

@@ -29,7 +29,9 @@ servers that hold no job's base. A job expected to run longer than
 ``loan_max_remaining_s`` (4 h: a shorter rule wins on the evaluation's pool and loses
 badly on pools with more servers to lend; docs/lyra.md) does not start on a loaned
 server at all (it would likely still run when serving wants the server back, and it
-would run slowly there). ``basic`` and
+would run slowly there). ``finish_first`` (off) is the general form of that rule: a
+queued job starts on a slower type only if it finishes there no later than by waiting
+for its fastest (:mod:`lyra_ray.policies.lyra.finish_first`). ``basic`` and
 ``lyra-baseline`` are the paper's comparison scenarios, as configurations of the class
 (:mod:`lyra_ray.policies.lyra.scenarios`).
 """
@@ -44,6 +46,12 @@ from lyra_ray.model import Allocation, ClusterSnapshot, GpuType, JobId, JobView,
 from lyra_ray.model.team_bounds import ledger_of
 from lyra_ray.policies.base import PolicyBase, register
 from lyra_ray.policies.lyra.cross_type import Candidate, add_extras
+from lyra_ray.policies.lyra.finish_first import (
+    FinishFirst,
+    Timeline,
+    timeline_of,
+    waits_for_faster,
+)
 from lyra_ray.policies.lyra.flexible import greedy_spare, share_spare
 from lyra_ray.policies.lyra.loaning import DemandMemory, LoanDecision, ReclaimMode, decide_loans
 from lyra_ray.policies.lyra.moves import move_to_faster
@@ -80,6 +88,7 @@ class LyraPolicy(PolicyBase):
         lend_after_s: float | None = None,
         move_gain_s: float | None = 7200.0,
         move_holds_back: bool = False,
+        finish_first: FinishFirst = None,
     ) -> None:
         self.loaning = loaning
         self.elastic = elastic
@@ -109,6 +118,13 @@ class LyraPolicy(PolicyBase):
         moves). Off by default, a documented trade-off: it keeps a large job from being
         passed over move after move, at a cost in mean queuing and JCT on the
         evaluation's runs (docs/lyra.md)."""
+        if finish_first not in (None, "rigid", "all"):
+            raise ValueError(f"finish_first must be None, 'rigid' or 'all', not {finish_first!r}")
+        self.finish_first: FinishFirst = finish_first
+        """A queued job (``"rigid"``: a rigid one; ``"all"``: any) starts on a slower type
+        only if it is expected to finish there no later than by waiting for its fastest
+        type (:mod:`lyra_ray.policies.lyra.finish_first`). Off (``None``) by default: it
+        costs queuing on every pool evaluated (docs/lyra.md, "Waiting for a faster type")."""
         self.memory = DemandMemory(lend_after_s) if lend_after_s is not None else None
         """Lend only what serving has not needed for ``lend_after_s`` (policy state);
         ``None`` (default): lend what serving does not need now, as the paper's Lyra does."""
@@ -239,6 +255,7 @@ class LyraPolicy(PolicyBase):
         waiting: dict[JobId, tuple[str, str]] = {}
         most_free = max(free.values(), default=0)
         ledger = ledger_of(snap.team_bounds)  # teams' quotas, when the wrapper asks
+        lines: dict[GpuType, Timeline] = {}  # finish_first's projections, built when asked
 
         def admit(job: JobView) -> None:
             """Phase 1 for one job: its base on the first type of its order with room."""
@@ -261,11 +278,21 @@ class LyraPolicy(PolicyBase):
             order = self._type_order(snap, job, lent_types, all_types, gone, remaining[job.id])
             for t in order:
                 if free.get(t, 0) >= base and snap.throughput(job, t, base) > 0:
+                    if ledger is not None and not ledger.fits(job.id, t, base):
+                        continue
+                    if self._judged_by_finish(job):
+                        why = self._wait_for_faster(
+                            snap, job, t, base, order, cap, free, chosen, lines
+                        )
+                        if why is not None:
+                            waiting[job.id] = why
+                            return
                     if ledger is not None:
-                        if not ledger.fits(job.id, t, base):
-                            continue
                         ledger.take(job.id, t, base)
                     free[t] -= base
+                    if t in lines:
+                        rate = snap.throughput(job, t, base)
+                        lines[t].occupy(base, job.remaining_steps / rate)
                     most_free = max(free.values(), default=0)
                     # never more workers than the cluster has GPUs (phase 3 may add
                     # other types): a job asking for a million would otherwise cost a
@@ -294,6 +321,7 @@ class LyraPolicy(PolicyBase):
         ):
             # GPUs the moved jobs left: any queued job that fits there now starts.
             most_free = max(free.values(), default=0)
+            lines.clear()
             for job in jobs:
                 if job.current is None and job.id not in chosen:
                     admit(job)
@@ -342,6 +370,45 @@ class LyraPolicy(PolicyBase):
             ),
             extra=extra,
             waiting=waiting,
+        )
+
+    def _judged_by_finish(self, job: JobView) -> bool:
+        """Whether ``finish_first`` weighs where this queued job starts."""
+        if self.finish_first is None or job.current is not None:
+            return False
+        return self.finish_first == "all" or not (self.elastic and job.spec.elastic)
+
+    def _wait_for_faster(
+        self,
+        snap: ClusterSnapshot,
+        job: JobView,
+        t: GpuType,
+        base: int,
+        order: Sequence[GpuType],
+        cap: Mapping[GpuType, int],
+        free: Mapping[GpuType, int],
+        chosen: Mapping[JobId, tuple[GpuType, int, int]],
+        lines: dict[GpuType, Timeline],
+    ) -> tuple[str, str] | None:
+        """Why ``job`` waits rather than start on ``t`` (``finish_first``), or ``None``."""
+        usable = [g for g in order if cap.get(g, 0) >= base]
+        best = max(usable, key=lambda g: (snap.throughput(job, g, base), g == t), default=t)
+        slow, fast = snap.throughput(job, t, base), snap.throughput(job, best, base)
+        if best == t or fast <= slow or free.get(best, 0) >= base:
+            return None  # (room on ``best`` it may not take, e.g. its team's bounds: no wait)
+        line = lines.get(best)
+        if line is None:
+            line = lines[best] = timeline_of(snap, chosen, free, best)
+        here_s, there_s = job.remaining_steps / slow, job.remaining_steps / fast
+        wait, start = waits_for_faster(here_s, there_s, line, base)
+        if not wait:
+            return None
+        line.book(start, base, there_s)
+        return (
+            "faster_type",
+            f"{t} GPUs are free, but it would finish sooner waiting for {best}: about "
+            f"{start / 60:.0f} min, then {there_s / 3600:.1f} h, against "
+            f"{here_s / 3600:.1f} h on {t}",
         )
 
     def _loan_rule(
