@@ -38,6 +38,14 @@ def register(sub: Any) -> None:
         help="GPUs per server of a TYPE=COUNT pool item (default 1)",
     )
     p.add_argument("--policy", default="fifo_nonpreemptive", help="policy name or module:Class")
+    p.add_argument(
+        "--policy-arg",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="one of the policy's own settings, repeatable (e.g. --policy lyra --policy-arg "
+        "finish_first=rigid --policy-arg move_gain_s=null; docs/cli.md)",
+    )
     p.add_argument("--round-seconds", type=float, default=360.0, help="round length (s)")
     p.add_argument(
         "--backfill",
@@ -114,6 +122,7 @@ def settings(args: argparse.Namespace) -> SimSettings:
         serving_demand=args.serving_demand,
         gpus_per_node=args.gpus_per_node,
         policy=args.policy,
+        policy_args=tuple(args.policy_arg),
         round_seconds=args.round_seconds,
         backfill=args.backfill,
         seed=args.seed,

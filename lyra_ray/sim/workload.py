@@ -47,6 +47,8 @@ class SimSettings:
     serving_demand: str | None = None
     gpus_per_node: int = 1
     policy: str = "fifo_nonpreemptive"
+    policy_args: tuple[str, ...] = ()
+    """The policy's own settings, ``KEY=VALUE`` each (:mod:`lyra_ray.policies.args`)."""
     round_seconds: float = 360.0
     backfill: bool = False
     seed: int = 0
@@ -258,10 +260,20 @@ def assemble(s: SimSettings) -> Workload:
         raise InputError(f"--max-jobs: must be >= 0, got {s.max_jobs}")
     specs, model = load_jobs(s, nodes, inference)
     demand = _serving_demand(s, inference, specs)
+    kwargs: dict[str, Any] = {}
+    if s.policy_args:  # (its YAML and pydantic only when asked: start-up counts)
+        from lyra_ray.policies.args import parse_policy_args
+
+        try:
+            kwargs = parse_policy_args(s.policy, s.policy_args)
+        except PolicyError as e:
+            raise InputError(f"--policy-arg: {e}") from None
     try:
-        policy = get_policy(s.policy)
+        policy = get_policy(s.policy, **kwargs)
     except PolicyError as e:
         raise InputError(f"--policy: {e}") from None
+    except (TypeError, ValueError) as e:  # a setting the policy's own checks refuse
+        raise InputError(f"--policy-arg: {e}") from None
     if s.teams is not None:
         from lyra_ray.model.teams import load_teams
         from lyra_ray.policies.teams import with_teams
@@ -304,6 +316,7 @@ def assemble(s: SimSettings) -> Workload:
     meta = {
         "trace": str(s.trace),
         "policy": s.policy,
+        "policy_args": kwargs,
         "cluster": s.cluster,
         "gpus_per_node": s.gpus_per_node,
         "round_s": s.round_seconds,

@@ -68,6 +68,24 @@ def requested_workers(job: JobView) -> int:
     return max(job.spec.min_workers, min(job.spec.max_workers, want))
 
 
+MAX_SEARCH_LIMIT = 8
+"""Phase 2 tries every order of up to ``search_limit`` elastic jobs per type: 8! is
+40,320 orders a decision; 12 would be 479 million, a decision that never ends."""
+
+
+def _check_settings(
+    search_limit: int, reserve_fraction: float, seconds: Mapping[str, float | None]
+) -> None:
+    """Refuse settings that would hang or silently mean nothing, naming the setting."""
+    if not 0 <= search_limit <= MAX_SEARCH_LIMIT:
+        raise ValueError(f"search_limit must be in [0, {MAX_SEARCH_LIMIT}], not {search_limit!r}")
+    if not 0.0 <= reserve_fraction <= 1.0:
+        raise ValueError(f"reserve_fraction must be in [0, 1], not {reserve_fraction!r}")
+    for name, v in seconds.items():
+        if v is not None and not (math.isfinite(v) and v >= 0):
+            raise ValueError(f"{name} must be a finite number of seconds >= 0 or None, not {v!r}")
+
+
 class LyraPolicy(PolicyBase):
     """Loaning + two-phase allocation; the flags give the paper's comparison scenarios."""
 
@@ -118,6 +136,16 @@ class LyraPolicy(PolicyBase):
         moves). Off by default, a documented trade-off: it keeps a large job from being
         passed over move after move, at a cost in mean queuing and JCT on the
         evaluation's runs (docs/lyra.md)."""
+        _check_settings(
+            search_limit,
+            reserve_fraction,
+            {
+                "loan_max_remaining_s": loan_max_remaining_s,
+                "resize_cost_s": resize_cost_s,
+                "lend_after_s": lend_after_s,
+                "move_gain_s": move_gain_s,
+            },
+        )
         if finish_first not in (None, "rigid", "all"):
             raise ValueError(f"finish_first must be None, 'rigid' or 'all', not {finish_first!r}")
         self.finish_first: FinishFirst = finish_first

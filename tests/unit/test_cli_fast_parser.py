@@ -10,6 +10,7 @@ from lyra_ray.cli.main import _ALONE, _command, build_parser
 ARGV = [
     ["simulate", "--trace", "t.trace", "--policy", "fifo_perf", "--quiet"],
     ["-v", "simulate", "--trace", "x.yaml", "--cluster", "v100=2x4", "--jct-window", "1:9"],
+    ["simulate", "--trace", "x.yaml", "--policy", "lyra", "--policy-arg", "finish_first=all"],
 ]
 
 

@@ -1,0 +1,92 @@
+"""A policy's own settings from ``KEY=VALUE`` text (``lyra simulate --policy-arg``).
+
+Why its own boundary: a policy's constructor takes Python values and trusts them. Lyra's
+``move_gain_s`` given as the word ``soon`` was accepted and failed deep inside a
+decision, a setting the policy does not have was a ``TypeError`` traceback, and
+``basic`` (which keeps the paper's definition whatever it is passed) would have ignored
+every setting without a word. Each item is parsed as one YAML scalar (``3600``,
+``null``, ``true``, ``rigid``) and checked against the constructor's signature and type
+hints (pydantic), so a refusal names the setting and what it takes.
+"""
+
+from __future__ import annotations
+
+import importlib
+import inspect
+import math
+import typing
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import yaml
+from pydantic import TypeAdapter, ValidationError
+
+from lyra_ray.policies.base import _REGISTRY, PolicyError, _load_builtins
+
+
+def _factory(spec: str) -> Callable[..., Any]:
+    if ":" in spec:
+        mod_name, _, attr = spec.partition(":")
+        try:
+            return getattr(importlib.import_module(mod_name), attr)  # type: ignore[no-any-return]
+        except (ImportError, AttributeError) as e:
+            raise PolicyError(f"policy {spec!r} cannot be loaded: {e}") from e
+    _load_builtins()
+    if spec not in _REGISTRY:
+        raise PolicyError(f"unknown policy {spec!r}; known: {', '.join(sorted(_REGISTRY))}")
+    return _REGISTRY[spec]
+
+
+def _settings(factory: Callable[..., Any]) -> dict[str, Any]:
+    """The named settings the factory takes, each with its type hint (``Any`` if none)."""
+    try:
+        params = inspect.signature(factory).parameters
+    except (TypeError, ValueError):
+        return {}
+    target = factory.__init__ if inspect.isclass(factory) else factory
+    try:
+        hints = typing.get_type_hints(target)
+    except Exception:  # a user's policy with hints that do not resolve: names only
+        hints = {}
+    kinds = (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY)
+    return {n: hints.get(n, Any) for n, p in params.items() if p.kind in kinds}
+
+
+def _scalar(key: str, text: str) -> Any:
+    try:
+        value = yaml.safe_load(text) if text.strip() else None
+    except yaml.YAMLError:
+        value = text
+    if isinstance(value, float) and not math.isfinite(value):
+        raise PolicyError(f"{key}: must be a finite number or null, got {text!r}")
+    if isinstance(value, list | dict):
+        raise PolicyError(f"{key}: takes one value (a number, true/false, null or a word)")
+    return value
+
+
+def parse_policy_args(spec: str, items: Sequence[str]) -> dict[str, Any]:
+    """``KEY=VALUE`` items as the keyword arguments of policy ``spec``, each checked
+    against the setting of that name; raises :class:`PolicyError` naming the item."""
+    if not items:
+        return {}
+    takes = _settings(_factory(spec))
+    out: dict[str, Any] = {}
+    for item in items:
+        key, sep, text = item.partition("=")
+        key = key.strip()
+        if not sep or not key:
+            raise PolicyError(f"expected KEY=VALUE, got {item!r}")
+        if key in out:
+            raise PolicyError(f"{key}: given twice")
+        if key not in takes:
+            known = ", ".join(sorted(takes)) if takes else "none: it keeps its own definition"
+            raise PolicyError(f"policy {spec!r} has no setting {key!r} (its settings: {known})")
+        value = _scalar(key, text)
+        try:
+            out[key] = TypeAdapter(takes[key]).validate_python(value)
+        except ValidationError as e:
+            why = e.errors()[0]["msg"] if e.errors() else str(e)
+            raise PolicyError(f"{key}: {why}, got {text.strip()!r}") from None
+        except Exception:  # a hint pydantic cannot check (a user's class): as given
+            out[key] = value
+    return out
