@@ -1,4 +1,5 @@
-"""A policy's own settings from ``KEY=VALUE`` text (``lyra simulate --policy-arg``).
+"""A policy's own settings, checked at the boundary: ``lyra simulate --policy-arg
+KEY=VALUE`` and the live config's ``policy_args``.
 
 Why its own boundary: a policy's constructor takes Python values and trusts them. Lyra's
 ``move_gain_s`` given as the word ``soon`` was accepted and failed deep inside a
@@ -15,7 +16,7 @@ import importlib
 import inspect
 import math
 import typing
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import yaml
@@ -57,36 +58,44 @@ def _scalar(key: str, text: str) -> Any:
         value = yaml.safe_load(text) if text.strip() else None
     except yaml.YAMLError:
         value = text
-    if isinstance(value, float) and not math.isfinite(value):
-        raise PolicyError(f"{key}: must be a finite number or null, got {text!r}")
     if isinstance(value, list | dict):
         raise PolicyError(f"{key}: takes one value (a number, true/false, null or a word)")
     return value
 
 
-def parse_policy_args(spec: str, items: Sequence[str]) -> dict[str, Any]:
-    """``KEY=VALUE`` items as the keyword arguments of policy ``spec``, each checked
-    against the setting of that name; raises :class:`PolicyError` naming the item."""
-    if not items:
+def check_policy_args(spec: str, values: Mapping[str, Any]) -> dict[str, Any]:
+    """``values`` as the keyword arguments of policy ``spec``, each checked against the
+    setting of that name; raises :class:`PolicyError` naming the setting."""
+    if not values:
         return {}
     takes = _settings(_factory(spec))
     out: dict[str, Any] = {}
+    for key, value in values.items():
+        if key not in takes:
+            known = ", ".join(sorted(takes)) if takes else "none: it keeps its own definition"
+            raise PolicyError(f"policy {spec!r} has no setting {key!r} (its settings: {known})")
+        if isinstance(value, float) and not math.isfinite(value):
+            raise PolicyError(f"{key}: must be a finite number or null, got {value!r}")
+        try:
+            out[key] = TypeAdapter(takes[key]).validate_python(value)
+        except ValidationError as e:
+            why = e.errors()[0]["msg"] if e.errors() else str(e)
+            raise PolicyError(f"{key}: {why}, got {value!r}") from None
+        except Exception:  # a hint pydantic cannot check (a user's class): as given
+            out[key] = value
+    return out
+
+
+def parse_policy_args(spec: str, items: Sequence[str]) -> dict[str, Any]:
+    """``KEY=VALUE`` items (each value one YAML scalar) as :func:`check_policy_args`
+    checks them; raises :class:`PolicyError` naming the item."""
+    values: dict[str, Any] = {}
     for item in items:
         key, sep, text = item.partition("=")
         key = key.strip()
         if not sep or not key:
             raise PolicyError(f"expected KEY=VALUE, got {item!r}")
-        if key in out:
+        if key in values:
             raise PolicyError(f"{key}: given twice")
-        if key not in takes:
-            known = ", ".join(sorted(takes)) if takes else "none: it keeps its own definition"
-            raise PolicyError(f"policy {spec!r} has no setting {key!r} (its settings: {known})")
-        value = _scalar(key, text)
-        try:
-            out[key] = TypeAdapter(takes[key]).validate_python(value)
-        except ValidationError as e:
-            why = e.errors()[0]["msg"] if e.errors() else str(e)
-            raise PolicyError(f"{key}: {why}, got {text.strip()!r}") from None
-        except Exception:  # a hint pydantic cannot check (a user's class): as given
-            out[key] = value
-    return out
+        values[key] = _scalar(key, text)
+    return check_policy_args(spec, values)

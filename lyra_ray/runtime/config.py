@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from lyra_ray.autoscale.settings import AutoscaleSettings, parse_autoscale
@@ -129,6 +129,8 @@ class SchedulerConfig:
                 raise ValueError(f"field 'serve_port' must be a port number, got {port!r}")
         except (TypeError, ValueError) as e:
             raise InputError(f"lyra config: {e}") from None
+        if ":" not in cfg.policy:  # a module:Class may import only on the cluster
+            cfg = replace(cfg, policy_args=_checked_policy_args(cfg.policy, cfg.policy_args))
         if cfg.teams is not None:
             from lyra_ray.model.teams import parse_teams
 
@@ -151,3 +153,24 @@ def _finite(name: str, value: Any, positive: bool) -> None:
         finite = False
     if not finite or value < 0 or (positive and value == 0):
         raise ValueError(f"field '{name}' must be a finite number {'>' if positive else '>='} 0")
+
+
+def _checked_policy_args(policy: str, args: Mapping[str, Any]) -> dict[str, Any]:
+    """``policy_args`` refused here, naming the setting, not in the scheduler actor: each
+    checked against the policy's settings, then the policy built once with them (its
+    own range checks; ``lyra_ray/policies/args.py``)."""
+    from lyra_ray.policies.args import check_policy_args
+    from lyra_ray.policies.base import PolicyError, get_policy
+
+    try:
+        get_policy(policy)
+    except PolicyError as e:
+        raise InputError(f"lyra config: field 'policy': {e}") from None
+    except (TypeError, ValueError):
+        pass  # its defaults refused: the settings below say which
+    try:
+        checked = check_policy_args(policy, args)
+        get_policy(policy, **checked)
+    except (TypeError, ValueError) as e:  # PolicyError included
+        raise InputError(f"lyra config: field 'policy_args': {e}") from None
+    return checked

@@ -90,3 +90,22 @@ def test_lyra_simulate_refuses_one_line_naming_the_flag(item: str) -> None:
     code, _, err = _simulate("--policy-arg", item)
     assert code == 2 and "--policy-arg: " in err and "Traceback" not in err, err
     assert item.split("=")[0] in err.strip().splitlines()[-1]
+
+
+def test_the_live_config_checks_them_before_the_scheduler_starts() -> None:
+    """``policy_args`` in the scheduler's config are refused at load, naming the field, not
+    in the scheduler actor (where a bad one was a TypeError at start)."""
+    from lyra_ray.model.errors import InputError
+    from lyra_ray.runtime.config import SchedulerConfig
+
+    ok = SchedulerConfig.from_dict({"policy": "lyra", "policy_args": {"move_gain_s": 3600}})
+    assert ok.policy_args == {"move_gain_s": 3600.0}
+    for raw, said in (
+        ({"policy": "nope"}, "field 'policy': unknown policy 'nope'"),
+        ({"policy": "lyra", "policy_args": {"nope": 1}}, "field 'policy_args': policy 'lyra'"),
+        ({"policy": "lyra", "policy_args": {"search_limit": 99}}, "search_limit must be in"),
+        ({"policy": "basic", "policy_args": {"reserve_fraction": 0.0}}, "keeps its own"),
+    ):
+        with pytest.raises(InputError, match=r"^lyra config: ") as e:
+            SchedulerConfig.from_dict(raw)
+        assert said in str(e.value), str(e.value)
