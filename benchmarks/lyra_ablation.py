@@ -50,6 +50,7 @@ if __package__ in (None, ""):
 from benchmarks import _lyra_workloads as W
 from benchmarks import lyra_eval as E
 from benchmarks._lyra_jitter import run_jitter
+from benchmarks._lyra_report import PREEMPT_LIMIT, TIE
 from lyra_ray.model.elastic_range import DEFAULT_FRACTION
 from lyra_ray.model.restart_cost import RESTART_S
 
@@ -119,9 +120,9 @@ sized, as the default is, for the two models' 14-day peaks."""
 
 def verdict(lyra: dict[str, Any], basic: dict[str, Any]) -> dict[str, Any]:
     """The issue's goals on one run (a 1 % tie counts)."""
-    q = lyra["avg_queue_s"] <= 1.01 * basic["avg_queue_s"] + 1e-9
-    j = lyra["avg_jct_s"] <= 1.01 * basic["avg_jct_s"] + 1e-9
-    p = lyra["preemption_ratio"] <= 0.05
+    q = lyra["avg_queue_s"] <= TIE * basic["avg_queue_s"] + 1e-9
+    j = lyra["avg_jct_s"] <= TIE * basic["avg_jct_s"] + 1e-9
+    p = lyra["preemption_ratio"] <= PREEMPT_LIMIT
     return {"queue": q, "jct": j, "preempted": p, "all": q and j and p}
 
 

@@ -12,7 +12,6 @@ hints (pydantic), so a refusal names the setting and what it takes.
 
 from __future__ import annotations
 
-import importlib
 import inspect
 import math
 import typing
@@ -22,20 +21,7 @@ from typing import Any
 import yaml
 from pydantic import TypeAdapter, ValidationError
 
-from lyra_ray.policies.base import _REGISTRY, PolicyError, _load_builtins
-
-
-def _factory(spec: str) -> Callable[..., Any]:
-    if ":" in spec:
-        mod_name, _, attr = spec.partition(":")
-        try:
-            return getattr(importlib.import_module(mod_name), attr)  # type: ignore[no-any-return]
-        except (ImportError, AttributeError) as e:
-            raise PolicyError(f"policy {spec!r} cannot be loaded: {e}") from e
-    _load_builtins()
-    if spec not in _REGISTRY:
-        raise PolicyError(f"unknown policy {spec!r}; known: {', '.join(sorted(_REGISTRY))}")
-    return _REGISTRY[spec]
+from lyra_ray.policies.base import PolicyError, policy_factory
 
 
 def _settings(factory: Callable[..., Any]) -> dict[str, Any]:
@@ -68,7 +54,7 @@ def check_policy_args(spec: str, values: Mapping[str, Any]) -> dict[str, Any]:
     setting of that name; raises :class:`PolicyError` naming the setting."""
     if not values:
         return {}
-    takes = _settings(_factory(spec))
+    takes = _settings(policy_factory(spec))
     out: dict[str, Any] = {}
     for key, value in values.items():
         if key not in takes:

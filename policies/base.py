@@ -131,8 +131,9 @@ def takes_argument(spec: str, name: str) -> bool:
         return False
 
 
-def get_policy(spec: str, **kwargs: Any) -> Policy:
-    """Build a policy from a registered short name or a ``"module:Class"`` path."""
+def policy_factory(spec: str) -> Callable[..., Any]:
+    """What builds policy ``spec``: a registered short name's class, or the callable a
+    ``"module:Class"`` path names; :class:`PolicyError` when there is none."""
     if ":" in spec:
         mod_name, _, attr = spec.partition(":")
         try:
@@ -141,17 +142,25 @@ def get_policy(spec: str, **kwargs: Any) -> Policy:
             raise PolicyError(f"policy {spec!r} cannot be loaded: {e}") from e
         if not callable(factory):
             raise PolicyError(f"policy {spec!r} is not a class or factory")
+        return factory  # type: ignore[no-any-return]
+    _load_builtins()
+    if spec not in _REGISTRY:
+        raise PolicyError(
+            f"unknown policy {spec!r}; known: {', '.join(sorted(_REGISTRY)) or '(none)'}"
+        )
+    return _REGISTRY[spec]
+
+
+def get_policy(spec: str, **kwargs: Any) -> Policy:
+    """Build a policy from a registered short name or a ``"module:Class"`` path."""
+    factory = policy_factory(spec)
+    if ":" in spec:
         try:
             policy = factory(**kwargs)
         except TypeError as e:  # `json:dumps` used to end in a traceback (found by fuzzing)
             raise PolicyError(f"policy {spec!r} cannot be built: {e}") from None
     else:
-        _load_builtins()
-        if spec not in _REGISTRY:
-            raise PolicyError(
-                f"unknown policy {spec!r}; known: {', '.join(sorted(_REGISTRY)) or '(none)'}"
-            )
-        policy = _REGISTRY[spec](**kwargs)
+        policy = factory(**kwargs)
     missing = [k for k in _HOOKS if not hasattr(policy, k)]
     if missing:
         raise PolicyError(

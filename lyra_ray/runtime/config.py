@@ -160,14 +160,12 @@ def _checked_policy_args(policy: str, args: Mapping[str, Any]) -> dict[str, Any]
     checked against the policy's settings, then the policy built once with them (its
     own range checks; ``lyra_ray/policies/args.py``)."""
     from lyra_ray.policies.args import check_policy_args
-    from lyra_ray.policies.base import PolicyError, get_policy
+    from lyra_ray.policies.base import PolicyError, get_policy, policy_factory
 
     try:
-        get_policy(policy)
+        policy_factory(policy)
     except PolicyError as e:
         raise InputError(f"lyra config: field 'policy': {e}") from None
-    except (TypeError, ValueError):
-        pass  # its defaults refused: the settings below say which
     try:
         checked = check_policy_args(policy, args)
         get_policy(policy, **checked)

@@ -23,11 +23,11 @@ from __future__ import annotations
 
 import bisect
 import math
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
-from lyra_ray.model import ClusterSnapshot, GpuType, JobId
+from lyra_ray.model import ClusterSnapshot, GpuType, JobId, JobView
 from lyra_ray.policies.lyra.remaining import ends_on_type
 
 FinishFirst = Literal["rigid", "all"] | None
@@ -135,11 +135,44 @@ def timeline_of(
     return line
 
 
-def waits_for_faster(
-    here_s: float, there_s: float, line: Timeline, gpus: int
-) -> tuple[bool, float]:
-    """Whether a job that runs ``here_s`` on the slower type with room and ``there_s`` on
-    its fastest type (``gpus`` of it, projected by ``line``) finishes sooner by waiting;
-    and when it would start there."""
-    start = line.earliest(gpus, there_s)
-    return start + there_s < here_s, start
+def judged(rule: FinishFirst, elastic_policy: bool, job: JobView) -> bool:
+    """Whether ``rule`` weighs where ``job`` starts: queued, and rigid unless ``"all"``
+    (a policy run without elasticity treats every job as rigid)."""
+    if rule is None or job.current is not None:
+        return False
+    return rule == "all" or not (elastic_policy and job.spec.elastic)
+
+
+def wait_for_faster(
+    snap: ClusterSnapshot,
+    job: JobView,
+    t: GpuType,
+    base: int,
+    order: Sequence[GpuType],
+    cap: Mapping[GpuType, int],
+    free: Mapping[GpuType, int],
+    chosen: Mapping[JobId, tuple[GpuType, int, int]],
+    lines: dict[GpuType, Timeline],
+) -> tuple[str, str] | None:
+    """Why ``job``, which has room on ``t``, waits for its fastest type of ``order``
+    instead (a reason for ``Allocation.waiting``, the wait booked on that type's
+    timeline in ``lines``, built when first asked), or ``None``: it starts on ``t``."""
+    usable = [g for g in order if cap.get(g, 0) >= base]
+    best = max(usable, key=lambda g: (snap.throughput(job, g, base), g == t), default=t)
+    slow, fast = snap.throughput(job, t, base), snap.throughput(job, best, base)
+    if best == t or fast <= slow or free.get(best, 0) >= base:
+        return None  # (room on ``best`` it may not take, e.g. its team's bounds: no wait)
+    line = lines.get(best)
+    if line is None:
+        line = lines[best] = timeline_of(snap, chosen, free, best)
+    here_s, there_s = job.remaining_steps / slow, job.remaining_steps / fast
+    start = line.earliest(base, there_s)
+    if start + there_s >= here_s:
+        return None
+    line.book(start, base, there_s)
+    return (
+        "faster_type",
+        f"{t} GPUs are free, but it would finish sooner waiting for {best}: about "
+        f"{start / 60:.0f} min, then {there_s / 3600:.1f} h, against "
+        f"{here_s / 3600:.1f} h on {t}",
+    )

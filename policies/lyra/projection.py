@@ -16,8 +16,10 @@ multiple-choice knapsack refine the allocation for sub-linear curves.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+
+from lyra_ray.model import ClusterSnapshot, GpuType, JobView, NodeId
 
 _EPS = 1e-9
 
@@ -53,6 +55,32 @@ class Projection:
     @property
     def total(self) -> float:
         return sum(self.finish)
+
+
+def fluid_job(
+    snap: ClusterSnapshot,
+    job: JobView,
+    t: GpuType,
+    pick: tuple[GpuType, int, int],
+    gone: frozenset[NodeId],
+    price: Callable[[JobView], float],
+) -> FluidJob:
+    """``job`` as phase 2 projects it on ``t`` (``pick``: type, base, upper); its current
+    size where a change would restart it (running on ``t`` alone, none of its servers
+    reclaimed), then priced by ``price``."""
+    _, base, upper = pick
+    rates = (0.0, *(snap.throughput(job, t, w) for w in range(1, upper + 1)))
+    cur, now = job.current, 0
+    here = cur is not None and not cur.extra and cur.gpu_type == t
+    if cur is not None and here and not any(n in gone for n, _ in cur.nodes):
+        now = cur.workers
+    return FluidJob(job.remaining_steps, base, upper, rates, now, price(job) if now else 0.0)
+
+
+def release_of(snap: ClusterSnapshot, job: JobView, t: GpuType, workers: int) -> tuple[float, int]:
+    """A job phase 2 cannot grow, as the projection sees it: when it frees its GPUs."""
+    rate = snap.throughput(job, t, workers)
+    return (job.remaining_steps / rate if rate > 0 else float("inf"), workers)
 
 
 def priority_fill(

@@ -46,18 +46,14 @@ from lyra_ray.model import Allocation, ClusterSnapshot, GpuType, JobId, JobView,
 from lyra_ray.model.team_bounds import ledger_of
 from lyra_ray.policies.base import PolicyBase, register
 from lyra_ray.policies.lyra.cross_type import Candidate, add_extras
-from lyra_ray.policies.lyra.finish_first import (
-    FinishFirst,
-    Timeline,
-    timeline_of,
-    waits_for_faster,
-)
+from lyra_ray.policies.lyra.finish_first import FinishFirst, Timeline, judged, wait_for_faster
 from lyra_ray.policies.lyra.flexible import greedy_spare, share_spare
 from lyra_ray.policies.lyra.loaning import DemandMemory, LoanDecision, ReclaimMode, decide_loans
 from lyra_ray.policies.lyra.moves import move_to_faster
 from lyra_ray.policies.lyra.preferences import preferred_nodes
-from lyra_ray.policies.lyra.projection import FluidJob
+from lyra_ray.policies.lyra.projection import FluidJob, fluid_job, release_of
 from lyra_ray.policies.lyra.remaining import RemainingTimes, remaining_time
+from lyra_ray.policies.lyra.settings import check_settings
 from lyra_ray.policies.lyra.team_bounds import extras_within, flexible_within, move_within
 
 
@@ -66,24 +62,6 @@ def requested_workers(job: JobView) -> int:
     raw = job.spec.config.get("requested_workers", job.spec.min_workers)
     want = int(raw) if isinstance(raw, int | float | str) else job.spec.min_workers
     return max(job.spec.min_workers, min(job.spec.max_workers, want))
-
-
-MAX_SEARCH_LIMIT = 8
-"""Phase 2 tries every order of up to ``search_limit`` elastic jobs per type: 8! is
-40,320 orders a decision; 12 would be 479 million, a decision that never ends."""
-
-
-def _check_settings(
-    search_limit: int, reserve_fraction: float, seconds: Mapping[str, float | None]
-) -> None:
-    """Refuse settings that would hang or silently mean nothing, naming the setting."""
-    if not 0 <= search_limit <= MAX_SEARCH_LIMIT:
-        raise ValueError(f"search_limit must be in [0, {MAX_SEARCH_LIMIT}], not {search_limit!r}")
-    if not 0.0 <= reserve_fraction <= 1.0:
-        raise ValueError(f"reserve_fraction must be in [0, 1], not {reserve_fraction!r}")
-    for name, v in seconds.items():
-        if v is not None and not (math.isfinite(v) and v >= 0):
-            raise ValueError(f"{name} must be a finite number of seconds >= 0 or None, not {v!r}")
 
 
 class LyraPolicy(PolicyBase):
@@ -108,6 +86,13 @@ class LyraPolicy(PolicyBase):
         move_holds_back: bool = False,
         finish_first: FinishFirst = None,
     ) -> None:
+        seconds = dict(
+            loan_max_remaining_s=loan_max_remaining_s,
+            resize_cost_s=resize_cost_s,
+            lend_after_s=lend_after_s,
+            move_gain_s=move_gain_s,
+        )
+        check_settings(search_limit, reserve_fraction, finish_first, seconds)
         self.loaning = loaning
         self.elastic = elastic
         self.reclaim: ReclaimMode = reclaim
@@ -136,23 +121,9 @@ class LyraPolicy(PolicyBase):
         moves). Off by default, a documented trade-off: it keeps a large job from being
         passed over move after move, at a cost in mean queuing and JCT on the
         evaluation's runs (docs/lyra.md)."""
-        _check_settings(
-            search_limit,
-            reserve_fraction,
-            {
-                "loan_max_remaining_s": loan_max_remaining_s,
-                "resize_cost_s": resize_cost_s,
-                "lend_after_s": lend_after_s,
-                "move_gain_s": move_gain_s,
-            },
-        )
-        if finish_first not in (None, "rigid", "all"):
-            raise ValueError(f"finish_first must be None, 'rigid' or 'all', not {finish_first!r}")
         self.finish_first: FinishFirst = finish_first
-        """A queued job (``"rigid"``: a rigid one; ``"all"``: any) starts on a slower type
-        only if it is expected to finish there no later than by waiting for its fastest
-        type (:mod:`lyra_ray.policies.lyra.finish_first`). Off (``None``) by default: it
-        costs queuing on every pool evaluated (docs/lyra.md, "Waiting for a faster type")."""
+        """Which queued jobs wait for a faster type when they would finish sooner
+        (:mod:`lyra_ray.policies.lyra.finish_first`); off: it costs queuing (docs/lyra.md)."""
         self.memory = DemandMemory(lend_after_s) if lend_after_s is not None else None
         """Lend only what serving has not needed for ``lend_after_s`` (policy state);
         ``None`` (default): lend what serving does not need now, as the paper's Lyra does."""
@@ -242,10 +213,12 @@ class LyraPolicy(PolicyBase):
     # ------------------------------------------------------------------ the step
     def allocate(self, snap: ClusterSnapshot) -> Allocation:
         held = None if self.memory is None else self.memory.held(snap.now, snap.serving_demand)
+
+        def price(job: JobView) -> float:
+            return self._price(snap, job)
+
         loan = (
-            decide_loans(
-                snap, self.reclaim, self._reserve(snap), held, lambda j: self._price(snap, j)
-            )
+            decide_loans(snap, self.reclaim, self._reserve(snap), held, price)
             if self.loaning
             else LoanDecision(frozenset())
         )
@@ -308,10 +281,8 @@ class LyraPolicy(PolicyBase):
                 if free.get(t, 0) >= base and snap.throughput(job, t, base) > 0:
                     if ledger is not None and not ledger.fits(job.id, t, base):
                         continue
-                    if self._judged_by_finish(job):
-                        why = self._wait_for_faster(
-                            snap, job, t, base, order, cap, free, chosen, lines
-                        )
+                    if judged(self.finish_first, self.elastic, job):
+                        why = wait_for_faster(snap, job, t, base, order, cap, free, chosen, lines)
                         if why is not None:
                             waiting[job.id] = why
                             return
@@ -341,7 +312,7 @@ class LyraPolicy(PolicyBase):
             chosen,
             free,
             self.move_gain_s,
-            lambda j: self._price(snap, j),
+            price,
             None if ledger is None else move_within(ledger),
             [(j, self._base(j)) for j in jobs if j.id not in chosen and j.remaining_steps > 0]
             if self.move_holds_back
@@ -364,11 +335,11 @@ class LyraPolicy(PolicyBase):
                     continue
                 # Jobs that cannot grow only matter by the GPUs they free when they finish.
                 releases = [
-                    self._release(snap, by_id[j], t, chosen[j][1])
+                    release_of(snap, by_id[j], t, chosen[j][1])
                     for j in on_t
                     if chosen[j][2] <= chosen[j][1]
                 ]
-                fluid = [self._fluid(snap, by_id[j], t, chosen[j], gone) for j in ids]
+                fluid = [fluid_job(snap, by_id[j], t, chosen[j], gone, price) for j in ids]
                 total = sum(f.min_workers for f in fluid) + free[t]
                 sizes = self._share(fluid, total, releases)
                 if ledger is not None:
@@ -384,7 +355,7 @@ class LyraPolicy(PolicyBase):
                 for j, (t, w) in workers.items()
                 if chosen[j][2] > w
             ]
-            extra = add_extras(snap, cands, free, lambda j: self._price(snap, j))
+            extra = add_extras(snap, cands, free, price)
             if ledger is not None:
                 extra = extras_within(ledger, extra)
             for j, parts in extra.items():
@@ -398,45 +369,6 @@ class LyraPolicy(PolicyBase):
             ),
             extra=extra,
             waiting=waiting,
-        )
-
-    def _judged_by_finish(self, job: JobView) -> bool:
-        """Whether ``finish_first`` weighs where this queued job starts."""
-        if self.finish_first is None or job.current is not None:
-            return False
-        return self.finish_first == "all" or not (self.elastic and job.spec.elastic)
-
-    def _wait_for_faster(
-        self,
-        snap: ClusterSnapshot,
-        job: JobView,
-        t: GpuType,
-        base: int,
-        order: Sequence[GpuType],
-        cap: Mapping[GpuType, int],
-        free: Mapping[GpuType, int],
-        chosen: Mapping[JobId, tuple[GpuType, int, int]],
-        lines: dict[GpuType, Timeline],
-    ) -> tuple[str, str] | None:
-        """Why ``job`` waits rather than start on ``t`` (``finish_first``), or ``None``."""
-        usable = [g for g in order if cap.get(g, 0) >= base]
-        best = max(usable, key=lambda g: (snap.throughput(job, g, base), g == t), default=t)
-        slow, fast = snap.throughput(job, t, base), snap.throughput(job, best, base)
-        if best == t or fast <= slow or free.get(best, 0) >= base:
-            return None  # (room on ``best`` it may not take, e.g. its team's bounds: no wait)
-        line = lines.get(best)
-        if line is None:
-            line = lines[best] = timeline_of(snap, chosen, free, best)
-        here_s, there_s = job.remaining_steps / slow, job.remaining_steps / fast
-        wait, start = waits_for_faster(here_s, there_s, line, base)
-        if not wait:
-            return None
-        line.book(start, base, there_s)
-        return (
-            "faster_type",
-            f"{t} GPUs are free, but it would finish sooner waiting for {best}: about "
-            f"{start / 60:.0f} min, then {there_s / 3600:.1f} h, against "
-            f"{here_s / 3600:.1f} h on {t}",
         )
 
     def _loan_rule(
@@ -462,32 +394,6 @@ class LyraPolicy(PolicyBase):
         if self.flexible == "greedy":
             return greedy_spare(fluid, total)
         return share_spare(fluid, total, self.search_limit, releases=releases)
-
-    @staticmethod
-    def _release(
-        snap: ClusterSnapshot, job: JobView, t: GpuType, workers: int
-    ) -> tuple[float, int]:
-        rate = snap.throughput(job, t, workers)
-        return (job.remaining_steps / rate if rate > 0 else float("inf"), workers)
-
-    def _fluid(
-        self,
-        snap: ClusterSnapshot,
-        job: JobView,
-        t: GpuType,
-        pick: tuple[GpuType, int, int],
-        gone: frozenset[NodeId],
-    ) -> FluidJob:
-        """The job as phase 2 projects it; its current size where a change would restart
-        it (running on ``t`` alone, none of its servers reclaimed), priced."""
-        _, base, upper = pick
-        rates = (0.0, *(snap.throughput(job, t, w) for w in range(1, upper + 1)))
-        cur, now = job.current, 0
-        here = cur is not None and not cur.extra and cur.gpu_type == t
-        if cur is not None and here and not any(n in gone for n, _ in cur.nodes):
-            now = cur.workers
-        price = self._price(snap, job) if now else 0.0
-        return FluidJob(job.remaining_steps, base, upper, rates, now, price)
 
 
 register(LyraPolicy)
